@@ -1,0 +1,521 @@
+//! Tensors as JSON: `{"dtype": "int32", "shape": [2, 2], "data": [1, 2, 3, 4]}`.
+//!
+//! Parsing is strict because a silent rounding is a wrong answer: every value must fit its dtype,
+//! floats must be finite unless spelled `"NaN"`, `"Infinity"` or `"-Infinity"`, and the count must
+//! match the shape. `data` may be flat or nested; `data_b64` may carry the raw little-endian bytes.
+//! The shape is never trusted to size an allocation: the element count is bounded by the text.
+
+use base64::Engine as _;
+use serde::de::Error as _;
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde_json::value::RawValue;
+
+use crate::dtype::DType;
+use crate::tensor::{Tensor, TensorError, element_count, push_string, split_strings};
+
+/// How deep a nested `data` array may go; deeper is refused before any value is read.
+pub const MAX_DATA_NESTING: usize = 64;
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsonTensor {
+    #[serde(default)]
+    #[allow(dead_code)] // accepted for KServe-style inputs; the position decides, not the name
+    name: Option<String>,
+    dtype: DType,
+    shape: Vec<i64>,
+    #[serde(default)]
+    data: Option<Box<RawValue>>,
+    #[serde(default)]
+    data_b64: Option<String>,
+}
+
+impl Tensor {
+    /// Parse one tensor from its JSON text, validating every value.
+    ///
+    /// # Errors
+    /// A [`TensorError`] saying what is wrong: malformed JSON, a negative or overflowing shape, a
+    /// count that does not match the shape, a value that does not fit the dtype.
+    ///
+    /// ```
+    /// use wasmrpc_client::Tensor;
+    /// let t = Tensor::from_json(r#"{"dtype":"float32","shape":[2],"data":[0.5,"NaN"]}"#).unwrap();
+    /// assert!(t.to_vec::<f32>().unwrap()[1].is_nan());
+    /// assert!(Tensor::from_json(r#"{"dtype":"float32","shape":[1],"data":[1e39]}"#).is_err());
+    /// ```
+    pub fn from_json(text: &str) -> Result<Self, TensorError> {
+        let raw: JsonTensor = serde_json::from_str(text)
+            .map_err(|e| TensorError::Value(format!("not a tensor: {e}")))?;
+        raw.into_tensor()
+    }
+}
+
+impl JsonTensor {
+    fn into_tensor(self) -> Result<Tensor, TensorError> {
+        if self.shape.iter().any(|&d| d < 0) {
+            return Err(TensorError::NegativeDimension { shape: self.shape });
+        }
+        let shape: Vec<u64> = self.shape.iter().map(|&d| d as u64).collect();
+        let count = element_count(&shape)?;
+        match (self.data, self.data_b64) {
+            (Some(_), Some(_)) => Err(TensorError::Value(
+                "give either `data` or `data_b64`, not both".into(),
+            )),
+            (None, None) => Err(TensorError::Value(
+                "a tensor needs `data` or `data_b64`".into(),
+            )),
+            (None, Some(b64)) => {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(b64.as_bytes())
+                    .map_err(|e| TensorError::Value(format!("`data_b64` is not base64: {e}")))?;
+                Tensor::from_raw(self.dtype, shape, bytes)
+            }
+            (Some(data), None) => {
+                let mut encoder = Encoder::new(self.dtype, count, data.get().len());
+                for_each_scalar(data.get(), |s| encoder.push(s))?;
+                if encoder.count != count {
+                    return Err(TensorError::ElementCount {
+                        shape,
+                        expected: count,
+                        actual: encoder.count,
+                    });
+                }
+                Tensor::from_raw(self.dtype, shape, encoder.out)
+            }
+        }
+    }
+}
+
+/// One leaf of a JSON `data` array, as text.
+enum Scalar<'a> {
+    Number(&'a str),
+    Bool(bool),
+    /// A JSON string literal, quotes and escapes included.
+    Str(&'a str),
+    Null,
+}
+
+/// Walk the leaves of a (possibly nested) JSON array of scalars, or a bare scalar.
+///
+/// The text is already valid JSON (serde checked it), so this only needs to find token edges.
+fn for_each_scalar(
+    text: &str,
+    mut f: impl FnMut(Scalar<'_>) -> Result<(), TensorError>,
+) -> Result<(), TensorError> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    let mut depth = 0usize;
+    while i < bytes.len() {
+        match bytes[i] {
+            b' ' | b'\t' | b'\n' | b'\r' | b',' => i += 1,
+            b'[' => {
+                depth += 1;
+                if depth > MAX_DATA_NESTING {
+                    return Err(TensorError::Value(format!(
+                        "`data` is nested more than {MAX_DATA_NESTING} deep"
+                    )));
+                }
+                i += 1;
+            }
+            b']' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            b'{' => {
+                return Err(TensorError::Value(
+                    "`data` holds an object; elements must be numbers, booleans or strings".into(),
+                ));
+            }
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+                f(Scalar::Str(&text[start..i.min(text.len())]))?;
+            }
+            b't' => {
+                f(Scalar::Bool(true))?;
+                i += 4;
+            }
+            b'f' => {
+                f(Scalar::Bool(false))?;
+                i += 5;
+            }
+            b'n' => {
+                f(Scalar::Null)?;
+                i += 4;
+            }
+            _ => {
+                let start = i;
+                while i < bytes.len() && !matches!(bytes[i], b',' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+                {
+                    i += 1;
+                }
+                f(Scalar::Number(&text[start..i]))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Turns JSON scalars into little-endian bytes of one dtype, checking each value.
+struct Encoder {
+    dtype: DType,
+    expected: u64,
+    count: u64,
+    out: Vec<u8>,
+}
+
+impl Encoder {
+    fn new(dtype: DType, expected: u64, text_len: usize) -> Self {
+        // The text bounds the element count (each takes at least 2 bytes with its comma), so a huge
+        // shape cannot make us allocate more than the request itself.
+        let per = dtype.size().unwrap_or(4) as u64;
+        let bound = (text_len as u64 / 2 + 1).min(expected);
+        let capacity = usize::try_from(bound.saturating_mul(per)).unwrap_or(0);
+        Encoder {
+            dtype,
+            expected,
+            count: 0,
+            out: Vec::with_capacity(capacity),
+        }
+    }
+
+    fn push(&mut self, scalar: Scalar<'_>) -> Result<(), TensorError> {
+        self.count += 1;
+        if self.count > self.expected {
+            // Stop at the first value too many rather than reading a huge array to the end.
+            return Err(TensorError::Value(format!(
+                "more values in `data` than the shape's {} elements",
+                self.expected
+            )));
+        }
+        let index = self.count - 1;
+        let dtype = self.dtype;
+        let bad = |what: &str| TensorError::Value(format!("element {index}: {what}"));
+        match (dtype, scalar) {
+            (DType::Bool, Scalar::Bool(b)) => self.out.push(u8::from(b)),
+            (DType::String, Scalar::Str(lit)) => {
+                let s: String = serde_json::from_str(lit).map_err(|e| bad(&e.to_string()))?;
+                push_string(&mut self.out, s.as_bytes());
+            }
+            (d, Scalar::Number(n)) if d.is_float() => {
+                let v: f64 = n.parse().map_err(|_| bad(&format!("`{n}` is not a number")))?;
+                self.push_float(v, n).map_err(|m| bad(&m))?;
+            }
+            (d, Scalar::Str(lit)) if d.is_float() => {
+                let v = match lit {
+                    "\"NaN\"" | "\"nan\"" => f64::NAN,
+                    "\"Infinity\"" | "\"inf\"" => f64::INFINITY,
+                    "\"-Infinity\"" | "\"-inf\"" => f64::NEG_INFINITY,
+                    _ => return Err(bad(&format!("{lit} is not a {dtype} value"))),
+                };
+                self.push_float_unchecked(v);
+            }
+            (d, Scalar::Number(n)) if d != DType::Bool && d != DType::String => {
+                self.push_int(n).map_err(|m| bad(&m))?;
+            }
+            (_, Scalar::Null) => return Err(bad(&format!("null is not a {dtype} value"))),
+            (_, Scalar::Bool(b)) => return Err(bad(&format!("{b} is not a {dtype} value"))),
+            (_, Scalar::Number(n)) => return Err(bad(&format!("{n} is not a {dtype} value"))),
+            (_, Scalar::Str(s)) => return Err(bad(&format!("{s} is not a {dtype} value"))),
+        }
+        Ok(())
+    }
+
+    fn push_float(&mut self, v: f64, text: &str) -> Result<(), String> {
+        let finite = match self.dtype {
+            DType::Float64 => v.is_finite(),
+            DType::Float32 => (v as f32).is_finite(),
+            DType::Float16 => half::f16::from_f64(v).is_finite(),
+            _ => half::bf16::from_f64(v).is_finite(),
+        };
+        if !finite {
+            return Err(format!("{text} is out of range for {}", self.dtype));
+        }
+        self.push_float_unchecked(v);
+        Ok(())
+    }
+
+    fn push_float_unchecked(&mut self, v: f64) {
+        match self.dtype {
+            DType::Float64 => self.out.extend_from_slice(&v.to_le_bytes()),
+            DType::Float32 => self.out.extend_from_slice(&(v as f32).to_le_bytes()),
+            DType::Float16 => self
+                .out
+                .extend_from_slice(&half::f16::from_f64(v).to_le_bytes()),
+            _ => self
+                .out
+                .extend_from_slice(&half::bf16::from_f64(v).to_le_bytes()),
+        }
+    }
+
+    fn push_int(&mut self, text: &str) -> Result<(), String> {
+        if text.contains(['.', 'e', 'E']) {
+            return Err(format!("{text} is not an integer, as {} needs", self.dtype));
+        }
+        let v: i128 = text
+            .parse()
+            .map_err(|_| format!("{text} is out of range for {}", self.dtype))?;
+        let out_of_range = || format!("{text} is out of range for {}", self.dtype);
+        macro_rules! put {
+            ($t:ty) => {
+                self.out
+                    .extend_from_slice(&<$t>::try_from(v).map_err(|_| out_of_range())?.to_le_bytes())
+            };
+        }
+        match self.dtype {
+            DType::UInt8 => put!(u8),
+            DType::UInt16 => put!(u16),
+            DType::UInt32 => put!(u32),
+            DType::UInt64 => put!(u64),
+            DType::Int8 => put!(i8),
+            DType::Int16 => put!(i16),
+            DType::Int32 => put!(i32),
+            _ => put!(i64),
+        }
+        Ok(())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Tensor {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        JsonTensor::deserialize(d)?
+            .into_tensor()
+            .map_err(D::Error::custom)
+    }
+}
+
+impl serde::Serialize for Tensor {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let strings = match self.dtype() {
+            DType::String => Some(split_strings(self.raw_data()).map_err(serde::ser::Error::custom)?),
+            _ => None,
+        };
+        // Non-UTF-8 strings cannot be JSON strings; such a tensor travels as `data_b64` instead.
+        let utf8 = strings
+            .as_ref()
+            .is_none_or(|v| v.iter().all(|e| std::str::from_utf8(e).is_ok()));
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("dtype", &self.dtype())?;
+        map.serialize_entry("shape", self.shape())?;
+        if utf8 {
+            map.serialize_entry(
+                "data",
+                &DataView {
+                    tensor: self,
+                    strings: strings.as_deref(),
+                },
+            )?;
+        } else {
+            let b64 = base64::engine::general_purpose::STANDARD.encode(self.raw_data());
+            map.serialize_entry("data_b64", &b64)?;
+        }
+        map.end()
+    }
+}
+
+struct DataView<'a> {
+    tensor: &'a Tensor,
+    strings: Option<&'a [&'a [u8]]>,
+}
+
+impl serde::Serialize for DataView<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let t = self.tensor;
+        let data = t.raw_data();
+        let mut seq = s.serialize_seq(None)?;
+        macro_rules! ints {
+            ($t:ty) => {
+                for c in data.chunks_exact(std::mem::size_of::<$t>()) {
+                    seq.serialize_element(&<$t>::from_le_bytes(c.try_into().unwrap()))?;
+                }
+            };
+        }
+        match t.dtype() {
+            DType::Bool => {
+                for &b in data {
+                    seq.serialize_element(&(b != 0))?;
+                }
+            }
+            DType::UInt8 => ints!(u8),
+            DType::UInt16 => ints!(u16),
+            DType::UInt32 => ints!(u32),
+            DType::UInt64 => ints!(u64),
+            DType::Int8 => ints!(i8),
+            DType::Int16 => ints!(i16),
+            DType::Int32 => ints!(i32),
+            DType::Int64 => ints!(i64),
+            DType::Float16 => {
+                for c in data.chunks_exact(2) {
+                    seq.serialize_element(&Float32(
+                        half::f16::from_le_bytes([c[0], c[1]]).to_f32(),
+                    ))?;
+                }
+            }
+            DType::BFloat16 => {
+                for c in data.chunks_exact(2) {
+                    seq.serialize_element(&Float32(
+                        half::bf16::from_le_bytes([c[0], c[1]]).to_f32(),
+                    ))?;
+                }
+            }
+            DType::Float32 => {
+                for c in data.chunks_exact(4) {
+                    seq.serialize_element(&Float32(f32::from_le_bytes(c.try_into().unwrap())))?;
+                }
+            }
+            DType::Float64 => {
+                for c in data.chunks_exact(8) {
+                    seq.serialize_element(&Float64(f64::from_le_bytes(c.try_into().unwrap())))?;
+                }
+            }
+            DType::String => {
+                for e in self.strings.unwrap_or_default() {
+                    seq.serialize_element(std::str::from_utf8(e).unwrap_or_default())?;
+                }
+            }
+        }
+        seq.end()
+    }
+}
+
+/// An f32 written in its shortest form (`0.1`, not `0.10000000149011612`); non-finite as a string.
+struct Float32(f32);
+/// An f64 written as a number, or as `"NaN"`/`"Infinity"`/`"-Infinity"` when not finite.
+struct Float64(f64);
+
+fn non_finite_name(v: f64) -> &'static str {
+    if v.is_nan() {
+        "NaN"
+    } else if v > 0.0 {
+        "Infinity"
+    } else {
+        "-Infinity"
+    }
+}
+
+impl serde::Serialize for Float32 {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.is_finite() {
+            s.serialize_f32(self.0)
+        } else {
+            s.serialize_str(non_finite_name(f64::from(self.0)))
+        }
+    }
+}
+
+impl serde::Serialize for Float64 {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.is_finite() {
+            s.serialize_f64(self.0)
+        } else {
+            s.serialize_str(non_finite_name(self.0))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Tensor, TensorError> {
+        Tensor::from_json(text)
+    }
+
+    #[test]
+    fn flat_and_nested_data_parse_alike() {
+        let flat = parse(r#"{"dtype":"int32","shape":[2,2],"data":[1,2,3,4]}"#).unwrap();
+        let nested = parse(r#"{"dtype":"int32","shape":[2,2],"data":[[1,2],[3,4]]}"#).unwrap();
+        assert_eq!(flat, nested);
+        assert_eq!(flat.to_vec::<i32>().unwrap(), vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn values_that_do_not_fit_are_refused() {
+        for (dtype, value) in [
+            ("float32", "1e39"),
+            ("float64", "1e400"),
+            ("int32", "2147483648"),
+            ("uint8", "-1"),
+            ("int64", "1.5"),
+            ("float16", "70000"),
+        ] {
+            let text = format!(r#"{{"dtype":"{dtype}","shape":[1],"data":[{value}]}}"#);
+            let err = parse(&text).unwrap_err().to_string();
+            assert!(err.contains(value), "{dtype} {value}: {err}");
+        }
+    }
+
+    #[test]
+    fn count_mismatch_and_bad_shapes_are_refused() {
+        let err = parse(r#"{"dtype":"int32","shape":[2,4],"data":[1,2,3,4,5,6,7]}"#).unwrap_err();
+        assert!(err.to_string().contains("needs 8 elements, got 7"), "{err}");
+        let err = parse(r#"{"dtype":"int32","shape":[-2],"data":[]}"#).unwrap_err();
+        assert!(matches!(err, TensorError::NegativeDimension { .. }));
+        let huge = r#"{"dtype":"int32","shape":[4294967296,4294967296,16],"data":[1]}"#;
+        assert!(matches!(parse(huge).unwrap_err(), TensorError::ShapeOverflow { .. }));
+        let big = r#"{"dtype":"int32","shape":[1000000000000],"data":[1]}"#;
+        assert!(matches!(parse(big).unwrap_err(), TensorError::ElementCount { .. }));
+    }
+
+    #[test]
+    fn too_many_values_stop_the_parse() {
+        let err = parse(r#"{"dtype":"int32","shape":[1],"data":[1,2]}"#).unwrap_err();
+        assert!(err.to_string().contains("more values"), "{err}");
+    }
+
+    #[test]
+    fn non_finite_floats_round_trip_as_strings() {
+        let t = Tensor::from_vec([3], vec![f32::NAN, f32::INFINITY, 0.1]).unwrap();
+        let text = serde_json::to_string(&t).unwrap();
+        assert_eq!(
+            text,
+            r#"{"dtype":"float32","shape":[3],"data":["NaN","Infinity",0.1]}"#
+        );
+        let back = parse(&text).unwrap().to_vec::<f32>().unwrap();
+        assert!(back[0].is_nan() && back[1] == f32::INFINITY && back[2] == 0.1);
+    }
+
+    #[test]
+    fn strings_and_bytes_round_trip() {
+        let t = parse(r#"{"dtype":"string","shape":[2],"data":["héllo","a\"b"]}"#).unwrap();
+        assert_eq!(t.to_strings().unwrap()[1], b"a\"b");
+        let text = serde_json::to_string(&t).unwrap();
+        assert_eq!(parse(&text).unwrap(), t);
+        let bin = Tensor::from_strings([1], [[0xffu8, 0xfe]]).unwrap();
+        let text = serde_json::to_string(&bin).unwrap();
+        assert!(text.contains("data_b64"), "{text}");
+        assert_eq!(parse(&text).unwrap(), bin);
+    }
+
+    #[test]
+    fn scalars_and_b64_parse() {
+        let t = parse(r#"{"dtype":"float64","shape":[],"data":2.5}"#).unwrap();
+        assert_eq!(t.to_vec::<f64>().unwrap(), vec![2.5]);
+        let t = parse(r#"{"dtype":"int16","shape":[2],"data_b64":"AQACAA=="}"#).unwrap();
+        assert_eq!(t.to_vec::<i16>().unwrap(), vec![1, 2]);
+        assert!(parse(r#"{"dtype":"int16","shape":[3],"data_b64":"AQACAA=="}"#).is_err());
+    }
+
+    #[test]
+    fn every_dtype_round_trips() {
+        for dtype in DType::ALL {
+            let data = if dtype == DType::String {
+                r#"["x","y"]"#
+            } else if dtype == DType::Bool {
+                "[true,false]"
+            } else if dtype.is_float() {
+                "[1.5,-2.0]"
+            } else {
+                "[1,2]"
+            };
+            let text = format!(r#"{{"dtype":"{dtype}","shape":[2],"data":{data}}}"#);
+            let t = parse(&text).unwrap();
+            assert_eq!(t.dtype(), dtype);
+            assert_eq!(serde_json::to_string(&t).unwrap(), text);
+        }
+    }
+}

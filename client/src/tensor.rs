@@ -1,0 +1,363 @@
+//! The dense tensor that crosses the wire: dtype, shape and little-endian row-major bytes.
+//!
+//! This is the same layout the WIT `tensor` record uses, so the host passes it to guests without
+//! re-encoding. Typed access goes through the sealed [`Element`] trait.
+
+use crate::dtype::DType;
+
+/// Why a tensor could not be built or read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TensorError {
+    /// A dimension was negative.
+    #[error("shape {shape:?} has a negative dimension")]
+    NegativeDimension {
+        /// The shape as given.
+        shape: Vec<i64>,
+    },
+    /// The product of the dimensions does not fit in 64 bits.
+    #[error("shape {shape:?} has more elements than can be addressed")]
+    ShapeOverflow {
+        /// The shape as given.
+        shape: Vec<u64>,
+    },
+    /// The number of values does not match the shape.
+    #[error("shape {shape:?} needs {expected} elements, got {actual}")]
+    ElementCount {
+        /// The shape.
+        shape: Vec<u64>,
+        /// The product of the shape.
+        expected: u64,
+        /// What was given.
+        actual: u64,
+    },
+    /// The raw byte length is not what the dtype and shape need.
+    #[error("{dtype} tensor of shape {shape:?} needs {expected} bytes of data, got {actual}")]
+    ByteLength {
+        /// The dtype.
+        dtype: DType,
+        /// The shape.
+        shape: Vec<u64>,
+        /// Bytes needed.
+        expected: u64,
+        /// Bytes given.
+        actual: u64,
+    },
+    /// The dtype is not what the reader asked for.
+    #[error("expected a {expected} tensor, got {actual}")]
+    DType {
+        /// What the reader wanted.
+        expected: DType,
+        /// What the tensor is.
+        actual: DType,
+    },
+    /// A value is not valid for the dtype (out of range, not finite, wrong kind).
+    #[error("{0}")]
+    Value(String),
+}
+
+/// The byte-level form of an element type; implemented for every fixed-size dtype's Rust type.
+pub trait Element: Copy + sealed::Sealed + 'static {
+    /// The dtype this Rust type stands for.
+    const DTYPE: DType;
+    /// Append the little-endian bytes of `self`.
+    fn write_le(self, out: &mut Vec<u8>);
+    /// Read one element from exactly `size` little-endian bytes.
+    fn read_le(bytes: &[u8]) -> Self;
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+macro_rules! numeric_element {
+    ($($t:ty => $d:ident),* $(,)?) => {$(
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+            fn write_le(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn read_le(bytes: &[u8]) -> Self {
+                let mut buf = [0u8; std::mem::size_of::<$t>()];
+                buf.copy_from_slice(bytes);
+                <$t>::from_le_bytes(buf)
+            }
+        }
+    )*};
+}
+
+numeric_element!(
+    u8 => UInt8, u16 => UInt16, u32 => UInt32, u64 => UInt64,
+    i8 => Int8, i16 => Int16, i32 => Int32, i64 => Int64,
+    f32 => Float32, f64 => Float64,
+    half::f16 => Float16, half::bf16 => BFloat16,
+);
+
+impl sealed::Sealed for bool {}
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    fn write_le(self, out: &mut Vec<u8>) {
+        out.push(u8::from(self));
+    }
+    fn read_le(bytes: &[u8]) -> Self {
+        bytes[0] != 0
+    }
+}
+
+/// The product of `shape`, or an error if it overflows `u64`.
+pub fn element_count(shape: &[u64]) -> Result<u64, TensorError> {
+    shape
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| TensorError::ShapeOverflow {
+            shape: shape.to_vec(),
+        })
+}
+
+/// Split length-prefixed string elements (`u32` little-endian length, then the bytes).
+///
+/// # Errors
+/// A length prefix that runs past the end of `data`.
+pub fn split_strings(data: &[u8]) -> Result<Vec<&[u8]>, TensorError> {
+    let mut out = Vec::new();
+    let mut rest = data;
+    while !rest.is_empty() {
+        let Some((len, tail)) = rest.split_first_chunk::<4>() else {
+            return Err(TensorError::Value(
+                "string data ends inside a length prefix".into(),
+            ));
+        };
+        let len = u32::from_le_bytes(*len) as usize;
+        if tail.len() < len {
+            return Err(TensorError::Value(format!(
+                "string element of {len} bytes runs past the end of the data"
+            )));
+        }
+        let (elem, tail) = tail.split_at(len);
+        out.push(elem);
+        rest = tail;
+    }
+    Ok(out)
+}
+
+/// Append one length-prefixed string element.
+pub fn push_string(out: &mut Vec<u8>, elem: &[u8]) {
+    let len = u32::try_from(elem.len()).expect("string elements are under 4 GiB");
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(elem);
+}
+
+/// A dense tensor: dtype, shape (`[]` is a scalar) and little-endian row-major data.
+///
+/// ```
+/// use wasmrpc_client::{DType, Tensor};
+/// let t = Tensor::from_vec([2, 2], vec![1i32, 2, 3, 4]).unwrap();
+/// assert_eq!(t.dtype(), DType::Int32);
+/// assert_eq!(t.shape(), &[2, 2]);
+/// assert_eq!(t.to_vec::<i32>().unwrap(), vec![1, 2, 3, 4]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tensor {
+    dtype: DType,
+    shape: Vec<u64>,
+    data: Vec<u8>,
+}
+
+impl Tensor {
+    /// A tensor from raw little-endian bytes, checked against the dtype and shape.
+    ///
+    /// # Errors
+    /// [`TensorError::ByteLength`] or [`TensorError::ElementCount`] when the bytes do not fit the
+    /// shape; [`TensorError::Value`] for a bool byte other than 0 or 1 or malformed string data.
+    pub fn from_raw(dtype: DType, shape: Vec<u64>, data: Vec<u8>) -> Result<Self, TensorError> {
+        let count = element_count(&shape)?;
+        match dtype.size() {
+            Some(size) => {
+                let expected = count.checked_mul(size as u64).ok_or_else(|| {
+                    TensorError::ShapeOverflow {
+                        shape: shape.clone(),
+                    }
+                })?;
+                if expected != data.len() as u64 {
+                    return Err(TensorError::ByteLength {
+                        dtype,
+                        shape,
+                        expected,
+                        actual: data.len() as u64,
+                    });
+                }
+                if dtype == DType::Bool && data.iter().any(|&b| b > 1) {
+                    return Err(TensorError::Value("bool elements must be 0 or 1".into()));
+                }
+            }
+            None => {
+                let actual = split_strings(&data)?.len() as u64;
+                if actual != count {
+                    return Err(TensorError::ElementCount {
+                        shape,
+                        expected: count,
+                        actual,
+                    });
+                }
+            }
+        }
+        Ok(Tensor { dtype, shape, data })
+    }
+
+    /// A tensor of the given shape from typed values.
+    ///
+    /// # Errors
+    /// [`TensorError::ElementCount`] when `values.len()` is not the product of `shape`.
+    pub fn from_vec<T: Element>(
+        shape: impl Into<Vec<u64>>,
+        values: Vec<T>,
+    ) -> Result<Self, TensorError> {
+        let shape = shape.into();
+        let expected = element_count(&shape)?;
+        if expected != values.len() as u64 {
+            return Err(TensorError::ElementCount {
+                shape,
+                expected,
+                actual: values.len() as u64,
+            });
+        }
+        let mut data = Vec::with_capacity(values.len() * T::DTYPE.size().unwrap_or(1));
+        for v in values {
+            v.write_le(&mut data);
+        }
+        Ok(Tensor {
+            dtype: T::DTYPE,
+            shape,
+            data,
+        })
+    }
+
+    /// A one-dimensional tensor holding `values`.
+    pub fn vector<T: Element>(values: Vec<T>) -> Self {
+        let shape = vec![values.len() as u64];
+        Tensor::from_vec(shape, values).expect("a vector's shape matches its length")
+    }
+
+    /// A scalar (shape `[]`).
+    pub fn scalar<T: Element>(value: T) -> Self {
+        Tensor::from_vec(Vec::new(), vec![value]).expect("a scalar has one element")
+    }
+
+    /// A string tensor (dtype `string`) of the given shape.
+    ///
+    /// # Errors
+    /// [`TensorError::ElementCount`] when the count does not match the shape.
+    pub fn from_strings<S: AsRef<[u8]>>(
+        shape: impl Into<Vec<u64>>,
+        values: impl IntoIterator<Item = S>,
+    ) -> Result<Self, TensorError> {
+        let shape = shape.into();
+        let expected = element_count(&shape)?;
+        let mut data = Vec::new();
+        let mut actual = 0u64;
+        for v in values {
+            push_string(&mut data, v.as_ref());
+            actual += 1;
+        }
+        if actual != expected {
+            return Err(TensorError::ElementCount {
+                shape,
+                expected,
+                actual,
+            });
+        }
+        Ok(Tensor {
+            dtype: DType::String,
+            shape,
+            data,
+        })
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The dimensions, outermost first; empty for a scalar.
+    pub fn shape(&self) -> &[u64] {
+        &self.shape
+    }
+
+    /// The raw little-endian row-major bytes (length-prefixed elements for strings).
+    pub fn raw_data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// The parts, for handing the bytes on without a copy.
+    pub fn into_parts(self) -> (DType, Vec<u64>, Vec<u8>) {
+        (self.dtype, self.shape, self.data)
+    }
+
+    /// How many elements the tensor holds.
+    pub fn num_elements(&self) -> u64 {
+        element_count(&self.shape).unwrap_or(u64::MAX)
+    }
+
+    /// The elements as typed values.
+    ///
+    /// # Errors
+    /// [`TensorError::DType`] when `T` is not the tensor's dtype.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, TensorError> {
+        if T::DTYPE != self.dtype {
+            return Err(TensorError::DType {
+                expected: T::DTYPE,
+                actual: self.dtype,
+            });
+        }
+        let size = T::DTYPE.size().unwrap_or(1);
+        Ok(self.data.chunks_exact(size).map(T::read_le).collect())
+    }
+
+    /// The elements of a string tensor as byte strings.
+    ///
+    /// # Errors
+    /// [`TensorError::DType`] when the tensor is not a string tensor.
+    pub fn to_strings(&self) -> Result<Vec<Vec<u8>>, TensorError> {
+        if self.dtype != DType::String {
+            return Err(TensorError::DType {
+                expected: DType::String,
+                actual: self.dtype,
+            });
+        }
+        Ok(split_strings(&self.data)?
+            .into_iter()
+            .map(<[u8]>::to_vec)
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_vec_checks_the_element_count() {
+        let err = Tensor::from_vec([2, 4], vec![0f32; 7]).unwrap_err();
+        assert!(matches!(err, TensorError::ElementCount { expected: 8, actual: 7, .. }));
+    }
+
+    #[test]
+    fn overflowing_shape_is_refused_without_allocating() {
+        let err = Tensor::from_raw(DType::Float32, vec![u64::MAX, 4], vec![]).unwrap_err();
+        assert!(matches!(err, TensorError::ShapeOverflow { .. }));
+    }
+
+    #[test]
+    fn strings_round_trip() {
+        let t = Tensor::from_strings([2], ["ab", ""]).unwrap();
+        assert_eq!(t.to_strings().unwrap(), vec![b"ab".to_vec(), Vec::new()]);
+        assert_eq!(t.num_elements(), 2);
+    }
+
+    #[test]
+    fn reading_the_wrong_dtype_fails() {
+        let t = Tensor::scalar(1.5f64);
+        assert!(t.to_vec::<f32>().is_err());
+        assert_eq!(t.to_vec::<f64>().unwrap(), vec![1.5]);
+    }
+}

@@ -1,0 +1,9 @@
+//! wasmrpc host: runs tensor functions as sandboxed WebAssembly components behind an HTTP API.
+//!
+//! Three rooms, doors one way: [`runtime`] (wasmtime: compile, instantiate, limits), [`registry`]
+//! (storage of components and registrations) and [`api`] (axum routes); [`service`] joins the
+//! first two for the API and for the embeddable server.
+
+pub mod names;
+pub mod registry;
+pub mod runtime;

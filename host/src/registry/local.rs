@@ -1,0 +1,704 @@
+//! The single-node registry: component bytes in a content-addressed blob directory, registrations
+//! in an embedded redb database (`<data-dir>/registry.redb`) whose commits are durable, so every
+//! `register` that returned `Ok` survives a crash.
+
+use std::collections::{BTreeSet, HashSet};
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use redb::{Database, ReadOnlyTable, ReadableTable, TableDefinition};
+
+use super::blobs::{self, BlobStore};
+use super::{Digest, NewRegistration, Registration, Registry, RegistryError};
+
+/// Key: (tenant, name, version). redb compares tuples element by element (strings bytewise,
+/// integers numerically), so one tenant's entries are contiguous, sorted by name and then by
+/// version, and a name's versions are one range scan.
+type Key = (&'static str, &'static str, u32);
+
+/// Registrations, each stored as the JSON of its [`Registration`] (self-describing, so fields can
+/// be added later with `#[serde(default)]`).
+const REGISTRATIONS: TableDefinition<Key, &str> = TableDefinition::new("registrations");
+
+/// redb's default page cache may grow to 1 GiB; the metadata is tiny and memory is better left
+/// to the components.
+const DB_CACHE_BYTES: usize = 32 << 20;
+
+/// A [`Registry`] on the local disk.
+///
+/// Only one process may open a data directory at a time (redb holds a lock on the database file);
+/// inside it, one `LocalRegistry` is shared by all threads. Writes (`register`, `delete`) are
+/// serialised by a mutex; reads use redb's snapshot transactions and never wait for writers.
+pub struct LocalRegistry {
+    data_dir: PathBuf,
+    db: Database,
+    blobs: BlobStore,
+    /// Serialises metadata writes *together with* the blob checks and deletions that go with
+    /// them, so a `delete` cannot remove a blob that a concurrent `register` is about to point to.
+    /// Guards no data: the state is on disk.
+    write_lock: Mutex<()>,
+}
+
+impl fmt::Debug for LocalRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalRegistry")
+            .field("data_dir", &self.data_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalRegistry {
+    /// Open the registry in `data_dir`, creating the directory and the database if needed.
+    ///
+    /// Also cleans up after a crash: unfinished blob writes are removed, and so are blobs no
+    /// registration references (written by a `register` whose metadata never committed, or left
+    /// by a `delete` interrupted between its commit and the blob removal).
+    ///
+    /// # Errors
+    /// The directory cannot be created, the database cannot be opened (including: another
+    /// process has it open), or the clean-up fails.
+    pub fn open(data_dir: &Path) -> Result<LocalRegistry, RegistryError> {
+        let created = !data_dir.is_dir();
+        fs::create_dir_all(data_dir)?;
+        if created && let Some(parent) = data_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            // Make the new data directory's own entry durable.
+            blobs::sync_dir(parent)?;
+        }
+
+        // The database first: its file lock is what guarantees no other process is using this
+        // data directory, which the blob store's temp-file clean-up relies on.
+        let db = Database::builder()
+            .set_cache_size(DB_CACHE_BYTES)
+            .create(data_dir.join("registry.redb"))
+            .map_err(db_err)?;
+        // Create the table up front so read transactions never meet a missing table.
+        let txn = db.begin_write().map_err(db_err)?;
+        txn.open_table(REGISTRATIONS).map_err(db_err)?;
+        txn.commit().map_err(db_err)?;
+        // A freshly created database file needs its directory entry synced too.
+        blobs::sync_dir(data_dir)?;
+
+        let blobs = BlobStore::open(data_dir)?;
+        let registry = LocalRegistry {
+            data_dir: data_dir.to_path_buf(),
+            db,
+            blobs,
+            write_lock: Mutex::new(()),
+        };
+        registry.collect_orphans()?;
+        Ok(registry)
+    }
+
+    /// Take the write lock. Poisoning is ignored: the mutex guards no data, and a panicking
+    /// writer's uncommitted transaction was rolled back when it was dropped.
+    fn lock(&self) -> MutexGuard<'_, ()> {
+        self.write_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Run `f` on a read snapshot of the registrations table.
+    fn read<T>(
+        &self,
+        f: impl FnOnce(&ReadOnlyTable<Key, &'static str>) -> Result<T, RegistryError>,
+    ) -> Result<T, RegistryError> {
+        let txn = self.db.begin_read().map_err(db_err)?;
+        let table = txn.open_table(REGISTRATIONS).map_err(db_err)?;
+        f(&table)
+    }
+
+    /// Delete blobs no registration references; warn about registrations whose blob is gone.
+    fn collect_orphans(&self) -> Result<(), RegistryError> {
+        let _guard = self.lock();
+        let referenced: HashSet<Digest> = self.read(|table| {
+            let mut out = HashSet::new();
+            for entry in table.iter().map_err(db_err)? {
+                let (_, value) = entry.map_err(db_err)?;
+                out.insert(decode_digest(value.value())?);
+            }
+            Ok(out)
+        })?;
+
+        let mut removed = 0usize;
+        for digest in self.blobs.list()? {
+            if !referenced.contains(&digest) && self.blobs.delete(&digest)? {
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            tracing::info!(removed, "removed blobs no registration references");
+        }
+        for digest in &referenced {
+            if !self.blobs.contains(digest)? {
+                tracing::warn!(%digest, "a registered component's blob is missing");
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Registry for LocalRegistry {
+    fn register(
+        &self,
+        new: NewRegistration,
+        component: &[u8],
+    ) -> Result<Registration, RegistryError> {
+        let digest = Digest::of(component);
+        // Written before taking the lock so that writing a large component does not hold up
+        // other registrations. Until the metadata commits, nothing references it.
+        self.blobs.write(&digest, component)?;
+
+        let _guard = self.lock();
+        // A `delete` that ran between the write above and the lock saw no reference to this blob
+        // and may have removed it: write it again if so (a cheap no-op otherwise). From here on
+        // the lock keeps deletes out until the reference is committed.
+        self.blobs.write(&digest, component)?;
+
+        let txn = self.db.begin_write().map_err(db_err)?;
+        let registration = {
+            let mut table = txn.open_table(REGISTRATIONS).map_err(db_err)?;
+            let newest = table
+                .range(versions_of(&new.tenant, &new.name))
+                .map_err(db_err)?
+                .next_back()
+                .transpose()
+                .map_err(db_err)?
+                .map(|(key, _)| key.value().2);
+            let version = match newest {
+                None => 1,
+                Some(v) => v.checked_add(1).ok_or_else(|| {
+                    RegistryError::Database(format!("`{}` has run out of versions", new.name))
+                })?,
+            };
+            let registration = Registration {
+                tenant: new.tenant,
+                name: new.name,
+                version,
+                digest,
+                size: component.len() as u64,
+                created_ms: now_ms(),
+                export: new.export,
+                signature: new.signature,
+            };
+            let json = serde_json::to_string(&registration)
+                .map_err(|e| RegistryError::Database(format!("cannot encode registration: {e}")))?;
+            table
+                .insert(
+                    (
+                        registration.tenant.as_str(),
+                        registration.name.as_str(),
+                        version,
+                    ),
+                    json.as_str(),
+                )
+                .map_err(db_err)?;
+            registration
+        };
+        // Durability::Immediate (redb's default): fsynced when `commit` returns.
+        txn.commit().map_err(db_err)?;
+        Ok(registration)
+    }
+
+    fn blob(&self, digest: &Digest) -> Result<Vec<u8>, RegistryError> {
+        self.blobs.read(digest)
+    }
+
+    fn get(
+        &self,
+        tenant: &str,
+        name: &str,
+        version: Option<u32>,
+    ) -> Result<Option<Registration>, RegistryError> {
+        self.read(|table| {
+            let value = match version {
+                Some(v) => table.get((tenant, name, v)).map_err(db_err)?,
+                None => table
+                    .range(versions_of(tenant, name))
+                    .map_err(db_err)?
+                    .next_back()
+                    .transpose()
+                    .map_err(db_err)?
+                    .map(|(_, value)| value),
+            };
+            value.map(|v| decode(v.value())).transpose()
+        })
+    }
+
+    fn versions(&self, tenant: &str, name: &str) -> Result<Vec<Registration>, RegistryError> {
+        self.read(|table| {
+            let mut out = Vec::new();
+            for entry in table.range(versions_of(tenant, name)).map_err(db_err)? {
+                let (_, value) = entry.map_err(db_err)?;
+                out.push(decode(value.value())?);
+            }
+            Ok(out)
+        })
+    }
+
+    fn list(&self, tenant: &str) -> Result<Vec<Registration>, RegistryError> {
+        self.read(|table| {
+            // The tenant's keys are contiguous, by name then version: keep the last of each name.
+            let mut newest: Vec<(String, String)> = Vec::new();
+            for entry in table.range((tenant, "", 0)..).map_err(db_err)? {
+                let (key, value) = entry.map_err(db_err)?;
+                let (key_tenant, key_name, _) = key.value();
+                if key_tenant != tenant {
+                    break;
+                }
+                match newest.last_mut() {
+                    Some((name, json)) if name == key_name => *json = value.value().to_owned(),
+                    _ => newest.push((key_name.to_owned(), value.value().to_owned())),
+                }
+            }
+            newest.iter().map(|(_, json)| decode(json)).collect()
+        })
+    }
+
+    fn list_all(&self) -> Result<Vec<Registration>, RegistryError> {
+        self.read(|table| {
+            let mut out = Vec::new();
+            for entry in table.iter().map_err(db_err)? {
+                let (_, value) = entry.map_err(db_err)?;
+                out.push(decode(value.value())?);
+            }
+            Ok(out)
+        })
+    }
+
+    fn delete(&self, tenant: &str, name: &str) -> Result<Vec<Registration>, RegistryError> {
+        let _guard = self.lock();
+        let txn = self.db.begin_write().map_err(db_err)?;
+        let (removed, unreferenced) = {
+            let mut table = txn.open_table(REGISTRATIONS).map_err(db_err)?;
+            let mut removed = Vec::new();
+            for entry in table.range(versions_of(tenant, name)).map_err(db_err)? {
+                let (_, value) = entry.map_err(db_err)?;
+                removed.push(decode(value.value())?);
+            }
+            for r in &removed {
+                table.remove((tenant, name, r.version)).map_err(db_err)?;
+            }
+            // Which of the removed blobs does nobody else (any name, any tenant) still use?
+            let mut unreferenced: BTreeSet<Digest> = removed.iter().map(|r| r.digest).collect();
+            if !unreferenced.is_empty() {
+                for entry in table.iter().map_err(db_err)? {
+                    let (_, value) = entry.map_err(db_err)?;
+                    unreferenced.remove(&decode_digest(value.value())?);
+                }
+            }
+            (removed, unreferenced)
+        };
+        if removed.is_empty() {
+            txn.abort().map_err(db_err)?;
+            return Ok(removed);
+        }
+        txn.commit().map_err(db_err)?;
+
+        // Still under the lock, so no `register` can commit a new reference to these meanwhile.
+        // The metadata is already gone: a blob that cannot be removed now is only an orphan,
+        // which the next `open` collects, so it is logged rather than failing the delete.
+        for digest in &unreferenced {
+            if let Err(e) = self.blobs.delete(digest) {
+                tracing::warn!(%digest, error = %e, "could not remove an unreferenced blob");
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// Every version of one name, as a key range.
+fn versions_of<'a>(
+    tenant: &'a str,
+    name: &'a str,
+) -> std::ops::RangeInclusive<(&'a str, &'a str, u32)> {
+    (tenant, name, 0)..=(tenant, name, u32::MAX)
+}
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn decode(json: &str) -> Result<Registration, RegistryError> {
+    serde_json::from_str(json)
+        .map_err(|e| RegistryError::Database(format!("unreadable registration record: {e}")))
+}
+
+/// Only the digest of a stored registration: garbage collection scans every record, and this
+/// skips decoding signatures.
+fn decode_digest(json: &str) -> Result<Digest, RegistryError> {
+    #[derive(serde::Deserialize)]
+    struct DigestOnly {
+        digest: Digest,
+    }
+    serde_json::from_str::<DigestOnly>(json)
+        .map(|d| d.digest)
+        .map_err(|e| RegistryError::Database(format!("unreadable registration record: {e}")))
+}
+
+fn db_err(e: impl Into<redb::Error>) -> RegistryError {
+    RegistryError::Database(e.into().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn sig(name: &str) -> wasmrpc_client::MethodSignature {
+        wasmrpc_client::MethodSignature {
+            name: name.into(),
+            inputs: vec![],
+            outputs: vec![],
+            doc: String::new(),
+        }
+    }
+
+    fn new(tenant: &str, name: &str) -> NewRegistration {
+        NewRegistration {
+            tenant: tenant.into(),
+            name: name.into(),
+            export: "add".into(),
+            signature: sig("add"),
+        }
+    }
+
+    fn open(dir: &Path) -> LocalRegistry {
+        LocalRegistry::open(dir).expect("open registry")
+    }
+
+    /// The blob files on disk.
+    fn blob_files(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir.join("blobs/sha256"))
+            .expect("blob dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn versions(regs: &[Registration]) -> Vec<u32> {
+        regs.iter().map(|r| r.version).collect()
+    }
+
+    #[test]
+    fn is_send_sync_and_usable_as_dyn_registry() {
+        fn assert_send_sync<T: Send + Sync + 'static>() {}
+        assert_send_sync::<LocalRegistry>();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let registry: Arc<dyn Registry> = Arc::new(open(dir.path()));
+        assert!(registry.list("t").expect("list").is_empty());
+    }
+
+    #[test]
+    fn versions_increment_and_restart_after_delete() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let reg = open(dir.path());
+        for expected in 1..=3 {
+            let r = reg.register(new("t", "add"), b"v").expect("register");
+            assert_eq!(r.version, expected);
+        }
+        // Another name has its own counter.
+        assert_eq!(
+            reg.register(new("t", "mul"), b"m")
+                .expect("register")
+                .version,
+            1
+        );
+        assert_eq!(
+            versions(&reg.versions("t", "add").expect("versions")),
+            [1, 2, 3]
+        );
+
+        let removed = reg.delete("t", "add").expect("delete");
+        assert_eq!(versions(&removed), [1, 2, 3]);
+        assert!(reg.versions("t", "add").expect("versions").is_empty());
+        assert!(reg.delete("t", "add").expect("second delete").is_empty());
+
+        assert_eq!(
+            reg.register(new("t", "add"), b"v")
+                .expect("register")
+                .version,
+            1
+        );
+        assert_eq!(versions(&reg.versions("t", "mul").expect("versions")), [1]);
+    }
+
+    #[test]
+    fn register_fills_in_metadata() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let reg = open(dir.path());
+        let bytes = b"\0asm\x0d\0\x01\0".to_vec();
+        let r = reg.register(new("t", "add"), &bytes).expect("register");
+        assert_eq!(r.tenant, "t");
+        assert_eq!(r.name, "add");
+        assert_eq!(r.export, "add");
+        assert_eq!(r.signature, sig("add"));
+        assert_eq!(r.digest, Digest::of(&bytes));
+        assert_eq!(r.size, bytes.len() as u64);
+        assert!(
+            r.created_ms > 1_600_000_000_000,
+            "created_ms = {}",
+            r.created_ms
+        );
+        assert_eq!(reg.blob(&r.digest).expect("blob"), bytes);
+    }
+
+    #[test]
+    fn get_with_and_without_version() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let reg = open(dir.path());
+        let v1 = reg.register(new("t", "add"), b"one").expect("register");
+        let v2 = reg.register(new("t", "add"), b"two").expect("register");
+
+        assert_eq!(reg.get("t", "add", None).expect("get"), Some(v2.clone()));
+        assert_eq!(reg.get("t", "add", Some(1)).expect("get"), Some(v1.clone()));
+        assert_eq!(reg.get("t", "add", Some(2)).expect("get"), Some(v2));
+        assert_eq!(reg.get("t", "add", Some(3)).expect("get"), None);
+        assert_eq!(reg.get("t", "nope", None).expect("get"), None);
+        // A name that is a prefix of another is not confused with it.
+        reg.register(new("t", "addx"), b"x").expect("register");
+        assert_eq!(reg.get("t", "add", Some(1)).expect("get"), Some(v1));
+        assert_eq!(reg.get("t", "ad", None).expect("get"), None);
+    }
+
+    #[test]
+    fn list_is_sorted_and_newest_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let reg = open(dir.path());
+        for name in ["softmax", "add", "matmul", "add", "softmax", "add"] {
+            reg.register(new("t", name), name.as_bytes())
+                .expect("register");
+        }
+        let list = reg.list("t").expect("list");
+        let summary: Vec<(&str, u32)> = list.iter().map(|r| (r.name.as_str(), r.version)).collect();
+        assert_eq!(summary, [("add", 3), ("matmul", 1), ("softmax", 2)]);
+        assert_eq!(reg.list_all().expect("list_all").len(), 6);
+        assert!(reg.list("other").expect("list").is_empty());
+    }
+
+    #[test]
+    fn tenants_are_separate_namespaces() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let reg = open(dir.path());
+        let shared = b"shared component";
+        reg.register(new("a", "add"), shared).expect("register");
+        reg.register(new("a", "add"), shared).expect("register");
+        let b1 = reg.register(new("b", "add"), shared).expect("register");
+        // A tenant whose name extends another's.
+        reg.register(new("ab", "zzz"), b"ab").expect("register");
+        assert_eq!(b1.version, 1, "tenant b's versions do not count tenant a's");
+
+        assert_eq!(versions(&reg.list("a").expect("list")), [2]);
+        assert_eq!(reg.list("b").expect("list"), std::slice::from_ref(&b1));
+        assert_eq!(reg.list("ab").expect("list").len(), 1);
+        assert_eq!(versions(&reg.versions("b", "add").expect("versions")), [1]);
+        assert_eq!(reg.get("b", "add", Some(2)).expect("get"), None);
+
+        // Deleting a's name leaves b's, and the blob b still uses.
+        assert_eq!(reg.delete("a", "add").expect("delete").len(), 2);
+        assert_eq!(reg.get("b", "add", None).expect("get"), Some(b1.clone()));
+        assert_eq!(reg.blob(&b1.digest).expect("blob"), shared);
+        assert!(reg.delete("a", "zzz").expect("delete").is_empty());
+        assert_eq!(reg.list("ab").expect("list").len(), 1);
+
+        reg.delete("b", "add").expect("delete");
+        assert!(matches!(
+            reg.blob(&b1.digest),
+            Err(RegistryError::MissingBlob(_))
+        ));
+    }
+
+    #[test]
+    fn same_bytes_under_two_names_is_one_blob() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let reg = open(dir.path());
+        let a = reg
+            .register(new("t", "add"), b"component")
+            .expect("register");
+        let b = reg
+            .register(new("t", "plus"), b"component")
+            .expect("register");
+        assert_eq!(a.digest, b.digest);
+        assert_eq!(blob_files(dir.path()), [a.digest.to_hex()]);
+    }
+
+    #[test]
+    fn delete_removes_a_blob_only_when_unreferenced() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let reg = open(dir.path());
+        let shared = reg.register(new("t", "add"), b"shared").expect("register");
+        reg.register(new("t", "plus"), b"shared").expect("register");
+        let own = reg
+            .register(new("t", "add"), b"only add v2")
+            .expect("register");
+
+        // `add` goes: its v2 blob is unreferenced, its v1 blob is still used by `plus`.
+        reg.delete("t", "add").expect("delete");
+        assert_eq!(blob_files(dir.path()), [shared.digest.to_hex()]);
+        assert!(matches!(
+            reg.blob(&own.digest),
+            Err(RegistryError::MissingBlob(_))
+        ));
+        assert_eq!(reg.blob(&shared.digest).expect("blob"), b"shared");
+
+        reg.delete("t", "plus").expect("delete");
+        assert!(blob_files(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn flipped_byte_is_reported_as_corrupt() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let reg = open(dir.path());
+        let r = reg
+            .register(new("t", "add"), b"precious bytes")
+            .expect("register");
+        let path = dir.path().join("blobs/sha256").join(r.digest.to_hex());
+        let mut bytes = fs::read(&path).expect("read blob file");
+        bytes[0] ^= 0x80;
+        fs::write(&path, &bytes).expect("damage blob file");
+        match reg.blob(&r.digest) {
+            Err(RegistryError::Corrupt { expected, actual }) => {
+                assert_eq!(expected, r.digest);
+                assert_eq!(actual, Digest::of(&bytes));
+            }
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn reopen_keeps_everything() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let before = {
+            let reg = open(dir.path());
+            reg.register(new("a", "add"), b"one").expect("register");
+            reg.register(new("a", "add"), b"two").expect("register");
+            reg.register(new("b", "mul"), b"three").expect("register");
+            reg.register(new("b", "gone"), b"four").expect("register");
+            reg.delete("b", "gone").expect("delete");
+            reg.list_all().expect("list_all")
+        };
+        let reg = open(dir.path());
+        assert_eq!(reg.list_all().expect("list_all"), before);
+        for r in &before {
+            assert_eq!(Digest::of(&reg.blob(&r.digest).expect("blob")), r.digest);
+        }
+        assert_eq!(blob_files(dir.path()).len(), 3);
+        // Versions carry on from where they were.
+        assert_eq!(
+            reg.register(new("a", "add"), b"x")
+                .expect("register")
+                .version,
+            3
+        );
+        assert_eq!(
+            reg.register(new("b", "gone"), b"y")
+                .expect("register")
+                .version,
+            1
+        );
+    }
+
+    #[test]
+    fn open_removes_orphan_blobs_and_temp_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kept = {
+            let reg = open(dir.path());
+            reg.register(new("t", "add"), b"kept").expect("register")
+        };
+        // What a crash leaves: a blob whose registration never committed, a half-written temp.
+        let orphan = Digest::of(b"orphan");
+        fs::write(
+            dir.path().join("blobs/sha256").join(orphan.to_hex()),
+            b"orphan",
+        )
+        .expect("write orphan");
+        fs::write(dir.path().join("blobs/tmp/partial.tmp"), b"orph").expect("write temp");
+
+        let reg = open(dir.path());
+        assert_eq!(blob_files(dir.path()), [kept.digest.to_hex()]);
+        assert_eq!(
+            fs::read_dir(dir.path().join("blobs/tmp"))
+                .expect("tmp")
+                .count(),
+            0
+        );
+        assert_eq!(reg.blob(&kept.digest).expect("blob"), b"kept");
+    }
+
+    #[test]
+    fn second_open_of_the_same_directory_fails() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let _reg = open(dir.path());
+        assert!(matches!(
+            LocalRegistry::open(dir.path()),
+            Err(RegistryError::Database(_))
+        ));
+    }
+
+    #[test]
+    fn concurrent_registrations_of_the_same_bytes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let reg = open(dir.path());
+        let bytes = vec![42u8; 64 * 1024];
+        let mut got: Vec<u32> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| reg.register(new("t", "add"), &bytes).expect("register")))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("thread").version)
+                .collect()
+        });
+        got.sort_unstable();
+        assert_eq!(got, (1..=8).collect::<Vec<u32>>());
+        assert_eq!(blob_files(dir.path()), [Digest::of(&bytes).to_hex()]);
+        assert_eq!(
+            fs::read_dir(dir.path().join("blobs/tmp"))
+                .expect("tmp")
+                .count(),
+            0
+        );
+        assert_eq!(
+            versions(&reg.versions("t", "add").expect("versions")),
+            (1..=8).collect::<Vec<_>>()
+        );
+    }
+
+    /// A delete garbage-collecting a blob while another thread registers the same bytes must
+    /// never leave a committed registration without its blob.
+    #[test]
+    fn delete_racing_register_never_loses_a_blob() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let reg = open(dir.path());
+        let bytes = b"contended component".to_vec();
+        // Both threads churn, so each one's delete often finds the blob unreferenced while the
+        // other has written it but not yet committed its registration.
+        std::thread::scope(|s| {
+            for name in ["one", "two"] {
+                let (reg, bytes) = (&reg, &bytes);
+                s.spawn(move || {
+                    for _ in 0..30 {
+                        let r = reg.register(new("t", name), bytes).expect("register");
+                        // Reads run alongside the writers, without the lock.
+                        reg.list("t").expect("list");
+                        assert_eq!(&reg.blob(&r.digest).expect("blob"), bytes);
+                        reg.delete("t", name).expect("delete");
+                    }
+                    reg.register(new("t", name), bytes).expect("final register");
+                });
+            }
+        });
+        let all = reg.list_all().expect("list_all");
+        assert_eq!(all.len(), 2);
+        for r in all {
+            assert_eq!(reg.blob(&r.digest).expect("blob after race"), bytes);
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! Every limit the sandbox enforces, named in one place with the reason for its default.
+
+use std::time::Duration;
+
+/// How often the epoch ticker advances; a guest past its deadline stops within about one tick.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Limits and sizes of the sandbox. Each field is one named limit; see `docs/limits.md`.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Deadline of a call that asks for none (`timeout_ms: 0`).
+    pub default_deadline: Duration,
+    /// The most a call may ask for; longer requests are cut to this.
+    pub max_deadline: Duration,
+    /// Linear memory one call may hold, summed over all memories of its instance.
+    pub memory_per_call: usize,
+    /// Wasm stack one call may use; deep recursion traps past it.
+    pub max_wasm_stack: usize,
+    /// Elements per table: bounds the memory a guest can take through tables.
+    pub table_elements: usize,
+    /// Core instances one component may create.
+    pub max_core_instances: u32,
+    /// Linear memories one component may define.
+    pub max_memories: u32,
+    /// Tables one component may define.
+    pub max_tables: u32,
+    /// Bytes of output tensors one call may return.
+    pub max_output_bytes: usize,
+    /// Bytes of guest log (stdout, stderr and the log interface) kept per call.
+    pub guest_log_bytes: usize,
+    /// Size of an uploaded component.
+    pub max_component_bytes: usize,
+    /// Time compiling one component may take.
+    pub compile_timeout: Duration,
+    /// Time a component's `signatures()` may take at registration.
+    pub signatures_deadline: Duration,
+    /// Calls running at once; more wait (within their deadline) for a slot.
+    pub max_concurrent_calls: usize,
+    /// Calls that may wait for a slot; past this a call is refused at once with RESOURCE_EXHAUSTED.
+    pub max_queued_calls: usize,
+    /// Use wasmtime's pooling allocator (pre-reserved slots: fast instantiation).
+    pub pooling: bool,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            default_deadline: Duration::from_secs(10),
+            max_deadline: Duration::from_secs(300),
+            memory_per_call: 256 << 20,
+            max_wasm_stack: 1 << 20,
+            table_elements: 100_000,
+            max_core_instances: 64,
+            max_memories: 8,
+            max_tables: 8,
+            max_output_bytes: 64 << 20,
+            guest_log_bytes: 64 << 10,
+            max_component_bytes: 32 << 20,
+            compile_timeout: Duration::from_secs(60),
+            signatures_deadline: Duration::from_secs(5),
+            max_concurrent_calls: 64,
+            max_queued_calls: 4096,
+            pooling: true,
+        }
+    }
+}
+
+impl RuntimeConfig {
+    /// The deadline a call gets: `requested` (0 = the default), capped by [`Self::max_deadline`].
+    pub fn deadline_for(&self, requested: Duration) -> Duration {
+        if requested.is_zero() {
+            self.default_deadline.min(self.max_deadline)
+        } else {
+            requested.min(self.max_deadline)
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! Conversions between the generated WIT types and the wire types of `wasmrpc-client`.
+//!
+//! Both sides use the same byte layout, so tensors move across without re-encoding their data.
+
+use wasmrpc_client::{Code, DType, Dim, MethodSignature, Tensor, TensorSpec};
+
+use super::bindings::{self, Dtype, GuestError};
+
+/// The wire dtype of a WIT dtype.
+pub fn dtype_from_wit(d: Dtype) -> DType {
+    match d {
+        Dtype::Bool => DType::Bool,
+        Dtype::U8 => DType::UInt8,
+        Dtype::U16 => DType::UInt16,
+        Dtype::U32 => DType::UInt32,
+        Dtype::U64 => DType::UInt64,
+        Dtype::I8 => DType::Int8,
+        Dtype::I16 => DType::Int16,
+        Dtype::I32 => DType::Int32,
+        Dtype::I64 => DType::Int64,
+        Dtype::F16 => DType::Float16,
+        Dtype::Bf16 => DType::BFloat16,
+        Dtype::F32 => DType::Float32,
+        Dtype::F64 => DType::Float64,
+        Dtype::Bytes => DType::String,
+    }
+}
+
+/// The WIT dtype of a wire dtype.
+pub fn dtype_to_wit(d: DType) -> Dtype {
+    match d {
+        DType::Bool => Dtype::Bool,
+        DType::UInt8 => Dtype::U8,
+        DType::UInt16 => Dtype::U16,
+        DType::UInt32 => Dtype::U32,
+        DType::UInt64 => Dtype::U64,
+        DType::Int8 => Dtype::I8,
+        DType::Int16 => Dtype::I16,
+        DType::Int32 => Dtype::I32,
+        DType::Int64 => Dtype::I64,
+        DType::Float16 => Dtype::F16,
+        DType::BFloat16 => Dtype::Bf16,
+        DType::Float32 => Dtype::F32,
+        DType::Float64 => Dtype::F64,
+        DType::String => Dtype::Bytes,
+    }
+}
+
+/// A wire tensor as the guest receives it.
+pub fn tensor_to_wit(t: Tensor) -> bindings::Tensor {
+    let (dtype, shape, data) = t.into_parts();
+    bindings::Tensor {
+        dtype: dtype_to_wit(dtype),
+        shape,
+        data,
+    }
+}
+
+/// A guest's output, checked like any untrusted tensor.
+///
+/// # Errors
+/// The tensor's bytes do not match its dtype and shape.
+pub fn tensor_from_wit(t: bindings::Tensor) -> Result<Tensor, wasmrpc_client::TensorError> {
+    Tensor::from_raw(dtype_from_wit(t.dtype), t.shape, t.data)
+}
+
+fn spec_from_wit(s: bindings::TensorSpec) -> TensorSpec {
+    TensorSpec {
+        name: s.name,
+        dtype: dtype_from_wit(s.dtype),
+        shape: s.shape.map(|dims| {
+            dims.into_iter()
+                .map(|d| d.map_or(Dim::Dynamic, Dim::Fixed))
+                .collect()
+        }),
+    }
+}
+
+/// A method signature as the API shows it.
+pub fn signature_from_wit(s: bindings::MethodSignature) -> MethodSignature {
+    MethodSignature {
+        name: s.name,
+        inputs: s.inputs.into_iter().map(spec_from_wit).collect(),
+        outputs: s.outputs.into_iter().map(spec_from_wit).collect(),
+        doc: s.doc,
+    }
+}
+
+/// The canonical code and message of a guest's error value.
+pub fn guest_error(e: GuestError) -> (Code, String) {
+    match e {
+        GuestError::InvalidArgument(m) => (Code::InvalidArgument, m),
+        GuestError::FailedPrecondition(m) => (Code::FailedPrecondition, m),
+        GuestError::OutOfRange(m) => (Code::OutOfRange, m),
+        GuestError::Unimplemented(m) => (Code::Unimplemented, m),
+        GuestError::Internal(m) => (Code::Internal, m),
+        GuestError::ResourceExhausted(m) => (Code::ResourceExhausted, m),
+        GuestError::NotFound(m) => (Code::NotFound, m),
+    }
+}

@@ -1,0 +1,79 @@
+//! The engine's configuration and the epoch ticker that drives every deadline.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use super::config::{EPOCH_TICK, RuntimeConfig};
+
+/// Bytes of native stack a guest's fiber gets: the wasm stack limit plus room for host calls.
+fn async_stack_size(config: &RuntimeConfig) -> usize {
+    config.max_wasm_stack + (1 << 20)
+}
+
+/// The wasmtime configuration for `config`: component model, async calls, epoch interruption,
+/// stack limit, and (by default) the pooling allocator sized for the concurrency limit.
+pub fn engine_config(config: &RuntimeConfig) -> Config {
+    let mut c = Config::new();
+    c.wasm_component_model(true)
+        .epoch_interruption(true)
+        .max_wasm_stack(config.max_wasm_stack)
+        .async_stack_size(async_stack_size(config));
+    if config.pooling {
+        // Slots for every running call, plus one for a registration's signatures() call.
+        let instances = config.max_concurrent_calls as u32 + 4;
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(instances)
+            .total_core_instances(instances * config.max_core_instances)
+            .total_memories(instances * config.max_memories)
+            .total_tables(instances * config.max_tables)
+            .total_stacks(instances)
+            .max_core_instances_per_component(config.max_core_instances)
+            .max_memories_per_component(config.max_memories)
+            .max_tables_per_component(config.max_tables)
+            .max_memories_per_module(config.max_memories)
+            .max_tables_per_module(config.max_tables)
+            .table_elements(config.table_elements)
+            .max_memory_size(config.memory_per_call);
+        c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
+    c
+}
+
+/// A thread that advances the engine's epoch every [`EPOCH_TICK`] until dropped.
+pub struct EpochTicker {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl EpochTicker {
+    /// Start ticking `engine`.
+    pub fn start(engine: Engine) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("wasmrpc-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    engine.increment_epoch();
+                }
+            })
+            .expect("spawning the epoch ticker thread");
+        EpochTicker {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

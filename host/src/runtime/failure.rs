@@ -1,0 +1,83 @@
+//! Why a guest call failed, classified once at the runtime boundary.
+//!
+//! Everything that can go wrong inside the sandbox becomes one of these; the API maps each to a
+//! canonical code. A guest never makes the host panic.
+
+use wasmrpc_client::{Code, Error as Status};
+
+/// A failed guest call or upload.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GuestFailure {
+    /// The call ran past its deadline and was stopped.
+    #[error("the call ran past its deadline of {deadline_ms} ms and was stopped")]
+    Deadline {
+        /// The deadline the call had.
+        deadline_ms: u64,
+    },
+    /// The guest tried to take more memory than its cap.
+    #[error("the call exceeded its memory limit of {cap} bytes")]
+    Memory {
+        /// The cap in bytes.
+        cap: usize,
+    },
+    /// The guest trapped (unreachable, division by zero, stack overflow, a panic…).
+    #[error("the guest trapped: {reason}{}", guest_output_suffix(.guest_output))]
+    Trap {
+        /// The trap's reason.
+        reason: String,
+        /// The end of what the guest printed (a Rust panic message lands here).
+        guest_output: String,
+    },
+    /// The guest returned an error value.
+    #[error("{message}")]
+    Guest {
+        /// The canonical code of the guest's error case.
+        code: Code,
+        /// The guest's message.
+        message: String,
+    },
+    /// The guest returned outputs the host will not accept (too big, malformed, off-signature).
+    #[error("{message}")]
+    BadOutput {
+        /// RESOURCE_EXHAUSTED for size, INTERNAL for malformed outputs.
+        code: Code,
+        /// What was wrong.
+        message: String,
+    },
+    /// Too many calls are running and waiting; this one was refused at once.
+    #[error("{0}")]
+    Overloaded(String),
+    /// The host could not run the call right now (no free instance slot).
+    #[error("{0}")]
+    Capacity(String),
+    /// Any other failure while instantiating or calling.
+    #[error("{0}")]
+    Internal(String),
+}
+
+fn guest_output_suffix(out: &str) -> String {
+    if out.is_empty() {
+        String::new()
+    } else {
+        format!("; guest output: {out}")
+    }
+}
+
+impl GuestFailure {
+    /// The canonical code for this failure.
+    pub fn code(&self) -> Code {
+        match self {
+            GuestFailure::Deadline { .. } => Code::DeadlineExceeded,
+            GuestFailure::Memory { .. } | GuestFailure::Overloaded(_) => Code::ResourceExhausted,
+            GuestFailure::Trap { .. } | GuestFailure::Internal(_) => Code::Internal,
+            GuestFailure::Guest { code, .. } | GuestFailure::BadOutput { code, .. } => *code,
+            GuestFailure::Capacity(_) => Code::Unavailable,
+        }
+    }
+}
+
+impl From<GuestFailure> for Status {
+    fn from(f: GuestFailure) -> Self {
+        Status::new(f.code(), f.to_string())
+    }
+}

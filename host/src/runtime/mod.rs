@@ -1,0 +1,388 @@
+//! The sandbox: wasmtime engine, upload validation, compilation, and calls in fresh instances.
+//!
+//! Each component is compiled once into an `InstancePre`; every call gets a new `Store` (its own
+//! memory, limits and log), instantiates, calls, and drops it. Deadlines use epoch interruption:
+//! a ticker thread advances the epoch every [`EPOCH_TICK`] and the guest yields to tokio at each
+//! tick, so a spinning guest never holds a worker thread and stops within a tick of its deadline.
+//! This room never sees HTTP or storage.
+
+mod bindings;
+pub mod config;
+mod convert;
+mod epoch;
+pub mod failure;
+pub mod guest_log;
+pub mod imports;
+pub mod limits;
+mod sandbox;
+mod validate;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Semaphore;
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Engine, Store, UpdateDeadline};
+use wasmrpc_client::{Code, MethodSignature, Tensor};
+
+pub use config::{EPOCH_TICK, RuntimeConfig};
+pub use failure::GuestFailure;
+pub use validate::UploadError;
+
+use bindings::TensorFunctionPre;
+use epoch::EpochTicker;
+use limits::CallLimiter;
+use sandbox::CallState;
+
+/// A compiled component, ready to be instantiated for each call.
+pub struct Module {
+    pre: TensorFunctionPre<CallState>,
+    signatures: Vec<MethodSignature>,
+    size: usize,
+}
+
+impl std::fmt::Debug for Module {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Module")
+            .field("signatures", &self.signatures)
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+impl Module {
+    /// The methods the component exports, as it described them at load.
+    pub fn signatures(&self) -> &[MethodSignature] {
+        &self.signatures
+    }
+
+    /// The signature of one method.
+    pub fn signature(&self, method: &str) -> Option<&MethodSignature> {
+        self.signatures.iter().find(|s| s.name == method)
+    }
+
+    /// Size of the component in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+}
+
+/// Marker error raised by the epoch callback when a call's deadline has passed.
+#[derive(Debug)]
+struct DeadlinePassed;
+
+impl std::fmt::Display for DeadlinePassed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("deadline passed")
+    }
+}
+
+impl std::error::Error for DeadlinePassed {}
+
+/// The wasmtime engine and everything shared by all calls.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<CallState>,
+    config: RuntimeConfig,
+    call_slots: Arc<Semaphore>,
+    waiting: AtomicUsize,
+    compile_slots: Semaphore,
+    _ticker: EpochTicker,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Runtime {
+    /// An engine configured with `config`'s limits, with its epoch ticker running.
+    ///
+    /// # Errors
+    /// The engine could not be created (for example, the pooling allocator could not reserve its
+    /// address space: set `pooling: false`).
+    pub fn new(config: RuntimeConfig) -> anyhow::Result<Self> {
+        let engine = Engine::new(&epoch::engine_config(&config))
+            .map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:?}"))?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| anyhow::anyhow!("linking WASI: {e:?}"))?;
+        bindings::wasmrpc::tensor::log::add_to_linker::<CallState, wasmtime::component::HasSelf<_>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| anyhow::anyhow!("linking the log interface: {e:?}"))?;
+        let ticker = EpochTicker::start(engine.clone());
+        Ok(Runtime {
+            engine,
+            linker,
+            call_slots: Arc::new(Semaphore::new(config.max_concurrent_calls)),
+            waiting: AtomicUsize::new(0),
+            compile_slots: Semaphore::new(2),
+            config,
+            _ticker: ticker,
+        })
+    }
+
+    /// The limits in force.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.config
+    }
+
+    /// Validate and compile an uploaded component, then ask it for its signatures.
+    ///
+    /// # Errors
+    /// [`UploadError`] saying what is wrong: not wasm, a core module, a precompiled artifact, a
+    /// forbidden import (named), the wrong world, a compile past its time limit, bad signatures.
+    pub async fn load(&self, bytes: Arc<Vec<u8>>) -> Result<Arc<Module>, UploadError> {
+        validate::check_bytes(&bytes, self.config.max_component_bytes)?;
+        let _compiling = self
+            .compile_slots
+            .acquire()
+            .await
+            .map_err(|_| UploadError::Internal("runtime is shutting down".into()))?;
+        let engine = self.engine.clone();
+        let source = bytes.clone();
+        let compile = tokio::task::spawn_blocking(move || Component::new(&engine, &source[..]));
+        let component = match tokio::time::timeout(self.config.compile_timeout, compile).await {
+            Err(_) => {
+                return Err(UploadError::CompileTimeout(self.config.compile_timeout));
+            }
+            Ok(Err(join)) => return Err(UploadError::Internal(join.to_string())),
+            Ok(Ok(Err(e))) => return Err(UploadError::Invalid(format!("{e:#}"))),
+            Ok(Ok(Ok(c))) => c,
+        };
+        validate::check_imports(&component, &self.engine)?;
+        let instance_pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| UploadError::Invalid(format!("{e:#}")))?;
+        let pre = TensorFunctionPre::new(instance_pre)
+            .map_err(|e| UploadError::WrongWorld(format!("{e:#}")))?;
+        let mut module = Module {
+            pre,
+            signatures: Vec::new(),
+            size: bytes.len(),
+        };
+        let signatures = self
+            .signatures_of(&module)
+            .await
+            .map_err(UploadError::Signatures)?;
+        validate::check_signatures(&signatures)?;
+        module.signatures = signatures;
+        Ok(Arc::new(module))
+    }
+
+    async fn signatures_of(&self, module: &Module) -> Result<Vec<MethodSignature>, GuestFailure> {
+        let _slot = self.acquire_slot(self.config.signatures_deadline).await?;
+        let (mut store, _) = self.new_store(self.config.signatures_deadline);
+        let result = async {
+            let instance = module.pre.instantiate_async(&mut store).await?;
+            instance
+                .wasmrpc_tensor_method()
+                .call_signatures(&mut store)
+                .await
+        }
+        .await;
+        match result {
+            Ok(sigs) => Ok(sigs.into_iter().map(convert::signature_from_wit).collect()),
+            Err(e) => Err(self.classify(e, &store, self.config.signatures_deadline)),
+        }
+    }
+
+    /// Call `method` of `module` with `args` in a fresh instance, within `deadline`.
+    ///
+    /// The arguments must already fit the method's signature. The outputs are checked: malformed,
+    /// off-signature or oversized outputs are refused.
+    ///
+    /// # Errors
+    /// A [`GuestFailure`] classifying what went wrong.
+    pub async fn call(
+        &self,
+        module: &Module,
+        method: &str,
+        args: Vec<Tensor>,
+        deadline: Duration,
+    ) -> Result<Vec<Tensor>, GuestFailure> {
+        let started = Instant::now();
+        let _slot = self.acquire_slot(deadline).await?;
+        let remaining = deadline.saturating_sub(started.elapsed());
+        let (mut store, log) = self.new_store(remaining);
+        let wit_args: Vec<_> = args.into_iter().map(convert::tensor_to_wit).collect();
+        let result = async {
+            let instance = module.pre.instantiate_async(&mut store).await?;
+            instance
+                .wasmrpc_tensor_method()
+                .call_call(&mut store, method, &wit_args)
+                .await
+        }
+        .await;
+        drop(wit_args);
+        let (text, dropped) = log.contents();
+        if !text.is_empty() {
+            tracing::debug!(method, dropped_bytes = dropped, guest_log = %text.trim_end(), "guest log");
+        }
+        let outputs = match result {
+            Ok(Ok(outputs)) => outputs,
+            Ok(Err(guest_error)) => {
+                let (code, message) = convert::guest_error(guest_error);
+                return Err(GuestFailure::Guest { code, message });
+            }
+            Err(e) => return Err(self.classify(e, &store, deadline)),
+        };
+        self.check_outputs(module, method, outputs)
+    }
+
+    fn check_outputs(
+        &self,
+        module: &Module,
+        method: &str,
+        outputs: Vec<bindings::Tensor>,
+    ) -> Result<Vec<Tensor>, GuestFailure> {
+        let total: usize = outputs.iter().map(|t| t.data.len()).sum();
+        if total > self.config.max_output_bytes {
+            return Err(GuestFailure::BadOutput {
+                code: Code::ResourceExhausted,
+                message: format!(
+                    "method `{method}` returned {total} bytes of output, over the limit of {} bytes",
+                    self.config.max_output_bytes
+                ),
+            });
+        }
+        let bad = |message: String| GuestFailure::BadOutput {
+            code: Code::Internal,
+            message,
+        };
+        let tensors = outputs
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| {
+                convert::tensor_from_wit(t)
+                    .map_err(|e| bad(format!("method `{method}` returned a malformed output {i}: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(sig) = module.signature(method) {
+            if sig.outputs.len() != tensors.len() {
+                return Err(bad(format!(
+                    "method `{method}` returned {} outputs but declares {}",
+                    tensors.len(),
+                    sig.outputs.len()
+                )));
+            }
+            for (i, (spec, t)) in sig.outputs.iter().zip(&tensors).enumerate() {
+                if let Some(why) = spec.mismatch(t) {
+                    return Err(bad(format!(
+                        "method `{method}` output {i} (`{}`) does not match its declared spec: {why}",
+                        spec.name
+                    )));
+                }
+            }
+        }
+        Ok(tensors)
+    }
+
+    /// Wait for a call slot for at most `deadline`; refuse at once when too many already wait.
+    async fn acquire_slot(
+        &self,
+        deadline: Duration,
+    ) -> Result<tokio::sync::OwnedSemaphorePermit, GuestFailure> {
+        if let Ok(permit) = self.call_slots.clone().try_acquire_owned() {
+            return Ok(permit);
+        }
+        if self.waiting.fetch_add(1, Ordering::SeqCst) >= self.config.max_queued_calls {
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+            return Err(GuestFailure::Overloaded(format!(
+                "the server is running {} calls and {} more are waiting; try again later",
+                self.config.max_concurrent_calls, self.config.max_queued_calls
+            )));
+        }
+        let acquired =
+            tokio::time::timeout(deadline, self.call_slots.clone().acquire_owned()).await;
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        match acquired {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_)) => Err(GuestFailure::Capacity("the runtime is shutting down".into())),
+            Err(_) => Err(GuestFailure::Deadline {
+                deadline_ms: deadline.as_millis() as u64,
+            }),
+        }
+    }
+
+    fn new_store(&self, deadline: Duration) -> (Store<CallState>, guest_log::GuestLog) {
+        let c = &self.config;
+        let limiter = CallLimiter::new(
+            c.memory_per_call,
+            c.table_elements,
+            c.max_core_instances as usize,
+            c.max_tables as usize,
+            c.max_memories as usize,
+        );
+        let state = CallState::new(limiter, c.guest_log_bytes);
+        let log = state.log.clone();
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        let deadline_at = Instant::now() + deadline;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            if Instant::now() >= deadline_at {
+                Err(wasmtime::Error::new(DeadlinePassed))
+            } else {
+                // Yield to tokio at every tick: a spinning guest shares its worker thread.
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        (store, log)
+    }
+
+    /// Turn a wasmtime error into a [`GuestFailure`]; the limiter's record wins over the trap it
+    /// caused, so a memory bomb is RESOURCE_EXHAUSTED even when the guest aborts on its own.
+    fn classify(
+        &self,
+        error: wasmtime::Error,
+        store: &Store<CallState>,
+        deadline: Duration,
+    ) -> GuestFailure {
+        let state = store.data();
+        if error.is::<DeadlinePassed>()
+            || matches!(error.downcast_ref::<wasmtime::Trap>(), Some(wasmtime::Trap::Interrupt))
+        {
+            return GuestFailure::Deadline {
+                deadline_ms: deadline.as_millis() as u64,
+            };
+        }
+        if state.limiter.memory_exceeded {
+            return GuestFailure::Memory {
+                cap: self.config.memory_per_call,
+            };
+        }
+        let guest_output = state.log.tail(2048);
+        if let Some(trap) = error.downcast_ref::<wasmtime::Trap>() {
+            let reason = match trap {
+                wasmtime::Trap::StackOverflow => format!(
+                    "{trap} (the wasm stack limit is {} bytes)",
+                    self.config.max_wasm_stack
+                ),
+                _ => trap.to_string(),
+            };
+            return GuestFailure::Trap {
+                reason,
+                guest_output,
+            };
+        }
+        let text = format!("{error:#}");
+        if text.contains("pooling allocator") || text.contains("maximum concurrent") {
+            return GuestFailure::Capacity(format!("no free instance slot: {text}"));
+        }
+        if text.contains("exit") && !guest_output.is_empty() {
+            return GuestFailure::Trap {
+                reason: text,
+                guest_output,
+            };
+        }
+        GuestFailure::Internal(format!("instantiating or calling the guest failed: {text}"))
+    }
+}
