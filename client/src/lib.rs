@@ -3,13 +3,16 @@
 //! The types here ([`Tensor`], [`DType`], [`Code`], [`MethodSignature`]) are the JSON model of the
 //! HTTP API; the server uses the same definitions, so both sides always agree.
 
+pub mod client;
 pub mod code;
 pub mod dtype;
 pub mod error;
 pub mod json;
 pub mod signature;
 pub mod tensor;
+pub mod transport;
 
+pub use client::{Client, MethodHandle, StatusOrResult};
 pub use code::Code;
 pub use dtype::DType;
 pub use error::{Error, ErrorBody};

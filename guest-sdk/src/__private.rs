@@ -63,14 +63,20 @@ impl Args {
     /// Checks that `method` got `expected` arguments.
     pub fn new(method: &str, args: Vec<WitTensor>, expected: usize) -> Result<Self, WitError> {
         if args.len() != expected {
-            let noun = if expected == 1 { "argument" } else { "arguments" };
+            let noun = if expected == 1 {
+                "argument"
+            } else {
+                "arguments"
+            };
             return Err(Error::invalid_argument(format!(
                 "method {method} takes {expected} {noun}, got {}",
                 args.len()
             ))
             .into());
         }
-        Ok(Args { args: args.into_iter() })
+        Ok(Args {
+            args: args.into_iter(),
+        })
     }
 
     /// Decodes the next argument, `name`, checking its dtype, element count and declared shape.
@@ -78,7 +84,8 @@ impl Args {
         let Some(arg) = self.args.next() else {
             return Err(Error::internal(format!("argument `{name}` is missing")).into());
         };
-        let tensor = Tensor::<T>::from_wit(arg).map_err(|e| e.context(format_args!("argument `{name}`")))?;
+        let tensor =
+            Tensor::<T>::from_wit(arg).map_err(|e| e.context(format_args!("argument `{name}`")))?;
         if let Some(dims) = shape.filter(|_| !tensor.matches(shape)) {
             return Err(Error::invalid_argument(format!(
                 "argument `{name}`: expected shape {}, got {}",
@@ -106,7 +113,9 @@ pub fn output<T: Element>(
         ))
         .into());
     }
-    Ok(tensor.into_wit().map_err(|e| e.context(format_args!("output `{name}`")))?)
+    Ok(tensor
+        .into_wit()
+        .map_err(|e| e.context(format_args!("output `{name}`")))?)
 }
 
 /// Calls the method called `name` among `methods`; `not-found` if there is none.
@@ -134,7 +143,10 @@ pub const fn assert_unique_names(names: &[&str]) {
     while i < names.len() {
         let mut j = i + 1;
         while j < names.len() {
-            assert!(!str_eq(names[i], names[j]), "two exported methods have the same name");
+            assert!(
+                !str_eq(names[i], names[j]),
+                "two exported methods have the same name"
+            );
             j += 1;
         }
         i += 1;
@@ -171,10 +183,15 @@ mod tests {
 
     #[test]
     fn arity_is_checked() {
-        let err = Args::new("add", vec![wit(Tensor::scalar(1i32)); 3], 2).err().unwrap();
+        let err = Args::new("add", vec![wit(Tensor::scalar(1i32)); 3], 2)
+            .err()
+            .unwrap();
         assert_eq!(
             message(err),
-            ("INVALID_ARGUMENT".into(), "method add takes 2 arguments, got 3".into())
+            (
+                "INVALID_ARGUMENT".into(),
+                "method add takes 2 arguments, got 3".into()
+            )
         );
         let err = Args::new("neg", vec![], 1).err().unwrap();
         assert_eq!(message(err).1, "method neg takes 1 argument, got 0");
@@ -188,7 +205,10 @@ mod tests {
         let err = args.next::<i32>("b", None).unwrap_err();
         assert_eq!(
             message(err),
-            ("INVALID_ARGUMENT".into(), "argument `b`: expected int32, got float32".into())
+            (
+                "INVALID_ARGUMENT".into(),
+                "argument `b`: expected int32, got float32".into()
+            )
         );
     }
 
@@ -196,12 +216,21 @@ mod tests {
     fn declared_shapes_are_checked() {
         let mut args = Args::new("m", vec![wit(Tensor::<f32>::zeros([2, 4]).unwrap())], 1).unwrap();
         let err = args.next::<f32>("a", Some(&[None, Some(3)])).unwrap_err();
-        assert_eq!(message(err).1, "argument `a`: expected shape [_, 3], got [2, 4]");
+        assert_eq!(
+            message(err).1,
+            "argument `a`: expected shape [_, 3], got [2, 4]"
+        );
     }
 
     #[test]
     fn outputs_are_checked_against_their_declared_shape() {
-        let out = output("m", "output", Some(&[None, None]), Tensor::from_vec(vec![1u8])).unwrap_err();
+        let out = output(
+            "m",
+            "output",
+            Some(&[None, None]),
+            Tensor::from_vec(vec![1u8]),
+        )
+        .unwrap_err();
         assert_eq!(
             message(out),
             (
@@ -223,7 +252,10 @@ mod tests {
         let err = dispatch("x", vec![], &methods).unwrap_err();
         assert_eq!(
             message(err),
-            ("NOT_FOUND".into(), "no method `x` in this component; it has: add, sub".into())
+            (
+                "NOT_FOUND".into(),
+                "no method `x` in this component; it has: add, sub".into()
+            )
         );
     }
 

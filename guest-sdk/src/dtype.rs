@@ -18,8 +18,8 @@ use std::fmt;
 
 use half::{bf16, f16};
 
-use crate::Error;
 use crate::__private::WitDtype;
+use crate::Error;
 
 /// The element type of a tensor on the wire, one case per `dtype` of the WIT package.
 ///
@@ -165,11 +165,12 @@ pub trait Element: sealed::Sealed + Clone + fmt::Debug + PartialEq + 'static {
     const DTYPE: DType;
 
     /// Decodes `count` elements from their wire bytes. Fails with `invalid-argument` when the
-    /// bytes do not hold exactly `count` valid elements.
+    /// bytes do not hold exactly `count` valid elements, `resource-exhausted` when the elements
+    /// cannot be allocated.
     fn decode(data: Vec<u8>, count: usize) -> Result<Vec<Self>, Error>;
 
-    /// Encodes elements into their wire bytes. Fails with `resource-exhausted` only for a `Bytes`
-    /// element longer than `u32::MAX` bytes.
+    /// Encodes elements into their wire bytes. Fails with `resource-exhausted` when the bytes
+    /// cannot be allocated or a `Bytes` element is longer than `u32::MAX` bytes.
     fn encode(values: Vec<Self>) -> Result<Vec<u8>, Error>;
 }
 
@@ -187,6 +188,19 @@ fn check_len(data: &[u8], count: usize, size: usize) -> Result<(), Error> {
     }
 }
 
+/// An empty vector with room for `len` elements, or `resource-exhausted`: a method that cannot
+/// allocate its arguments or outputs fails with an error, not a trap.
+fn buffer<T>(len: usize) -> Result<Vec<T>, Error> {
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(len).map_err(|_| {
+        Error::resource_exhausted(format!(
+            "cannot allocate {} bytes",
+            len.saturating_mul(size_of::<T>())
+        ))
+    })?;
+    Ok(buf)
+}
+
 macro_rules! fixed_size {
     ($($t:ty => $dtype:ident, $size:literal;)*) => {$(
         impl sealed::Sealed for $t {}
@@ -197,11 +211,13 @@ macro_rules! fixed_size {
             fn decode(data: Vec<u8>, count: usize) -> Result<Vec<Self>, Error> {
                 check_len(&data, count, $size)?;
                 let (chunks, _) = data.as_chunks::<$size>();
-                Ok(chunks.iter().map(|c| <$t>::from_le_bytes(*c)).collect())
+                let mut out = buffer(count)?;
+                out.extend(chunks.iter().map(|c| <$t>::from_le_bytes(*c)));
+                Ok(out)
             }
 
             fn encode(values: Vec<Self>) -> Result<Vec<u8>, Error> {
-                let mut out = Vec::with_capacity(values.len() * $size);
+                let mut out = buffer(values.len() * $size)?;
                 for v in &values {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
@@ -247,20 +263,25 @@ impl Element for bool {
 
     fn decode(data: Vec<u8>, count: usize) -> Result<Vec<Self>, Error> {
         check_len(&data, count, 1)?;
-        data.iter()
-            .enumerate()
-            .map(|(i, &b)| match b {
-                0 => Ok(false),
-                1 => Ok(true),
-                _ => Err(Error::invalid_argument(format!(
-                    "element {i} is {b}; a bool must be 0 or 1"
-                ))),
-            })
-            .collect()
+        let mut out = buffer(count)?;
+        for (i, &b) in data.iter().enumerate() {
+            out.push(match b {
+                0 => false,
+                1 => true,
+                _ => {
+                    return Err(Error::invalid_argument(format!(
+                        "element {i} is {b}; a bool must be 0 or 1"
+                    )));
+                }
+            });
+        }
+        Ok(out)
     }
 
     fn encode(values: Vec<Self>) -> Result<Vec<u8>, Error> {
-        Ok(values.into_iter().map(u8::from).collect())
+        let mut out = buffer(values.len())?;
+        out.extend(values.into_iter().map(u8::from));
+        Ok(out)
     }
 }
 
@@ -280,7 +301,9 @@ fn decode_bytes<T>(
             )));
         };
         let len = u32::from_le_bytes(*len);
-        let Some((bytes, after)) = usize::try_from(len).ok().and_then(|n| tail.split_at_checked(n))
+        let Some((bytes, after)) = usize::try_from(len)
+            .ok()
+            .and_then(|n| tail.split_at_checked(n))
         else {
             return Err(Error::invalid_argument(format!(
                 "element {i} of {count}: its length {len} runs past the end of the data"
@@ -302,7 +325,7 @@ fn decode_bytes<T>(
 /// Encodes `Bytes` elements: each one's little-endian `u32` length, then its bytes.
 fn encode_bytes<T: AsRef<[u8]>>(values: &[T]) -> Result<Vec<u8>, Error> {
     let total = values.iter().map(|v| 4 + v.as_ref().len()).sum();
-    let mut out = Vec::with_capacity(total);
+    let mut out = buffer(total)?;
     for (i, value) in values.iter().enumerate() {
         let bytes = value.as_ref();
         let len = u32::try_from(bytes.len()).map_err(|_| {
@@ -386,7 +409,10 @@ mod tests {
 
     #[test]
     fn fixed_size_elements_are_little_endian() {
-        assert_eq!(i32::encode(vec![1, -1]).unwrap(), [1, 0, 0, 0, 255, 255, 255, 255]);
+        assert_eq!(
+            i32::encode(vec![1, -1]).unwrap(),
+            [1, 0, 0, 0, 255, 255, 255, 255]
+        );
         assert_eq!(f32::encode(vec![1.0]).unwrap(), 1.0f32.to_le_bytes());
         assert_eq!(u16::decode(vec![0x34, 0x12], 1).unwrap(), [0x1234]);
         assert_eq!(bf16::encode(vec![bf16::ONE]).unwrap(), [0x80, 0x3f]);
@@ -395,7 +421,10 @@ mod tests {
     #[test]
     fn wrong_data_length_is_invalid_argument() {
         let err = i32::decode(vec![0; 7], 2).unwrap_err();
-        assert_eq!(err, Error::invalid_argument("2 elements need 8 bytes of data, got 7"));
+        assert_eq!(
+            err,
+            Error::invalid_argument("2 elements need 8 bytes of data, got 7")
+        );
         assert!(f64::decode(vec![0; 8], usize::MAX).is_err());
         assert!(u8::decode(vec![1, 2], 3).is_err());
     }
@@ -426,9 +455,15 @@ mod tests {
         assert!(Vec::<u8>::decode(vec![0, 0, 0, 0], usize::MAX).is_err());
         // Invalid UTF-8 names the element.
         let err = String::decode(vec![1, 0, 0, 0, 0xff], 1).unwrap_err();
-        assert!(err.message().starts_with("element 0 is not valid UTF-8"), "{err}");
+        assert!(
+            err.message().starts_with("element 0 is not valid UTF-8"),
+            "{err}"
+        );
         // The same bytes are fine as raw bytes.
-        assert_eq!(Vec::<u8>::decode(vec![1, 0, 0, 0, 0xff], 1).unwrap(), [vec![0xff]]);
+        assert_eq!(
+            Vec::<u8>::decode(vec![1, 0, 0, 0, 0xff], 1).unwrap(),
+            [vec![0xff]]
+        );
     }
 
     #[test]

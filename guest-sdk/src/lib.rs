@@ -27,6 +27,29 @@
 //! comment) and the glue that decodes the arguments, checks them and encodes the outputs; a
 //! component built with this crate needs no other dependency.
 //!
+//! # Building a component
+//!
+//! The guest crate is a `cdylib` (add `rlib` to keep native unit tests and doctests working) whose
+//! only dependency is this crate:
+//!
+//! ```toml
+//! [lib]
+//! crate-type = ["cdylib", "rlib"]
+//!
+//! [dependencies]
+//! wasmrpc-guest = "0.1"
+//! ```
+//!
+//! `cargo build --target wasm32-wasip2 --release` then writes the component to
+//! `target/wasm32-wasip2/release/<crate>.wasm` (`rustup target add wasm32-wasip2` once). Besides
+//! the `wasmrpc:tensor` interfaces (`types` always, `log` if used), such a component imports only
+//! what Rust's standard library links for stdio and exit: `wasi:io/{poll,error,streams}` and
+//! `wasi:cli/{environment,exit,stdin,stdout,stderr,terminal-*}`. Using `std::fs` or `std::net`
+//! adds `wasi:filesystem` or `wasi:sockets` imports, which a wasmrpc server refuses.
+//!
+//! On other targets [`export!`] defines no component exports, so the same crate builds natively
+//! for `cargo test`.
+//!
 //! # Modules
 //!
 //! | item | what |

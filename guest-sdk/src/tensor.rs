@@ -101,7 +101,10 @@ impl<T: Element> Tensor<T> {
     /// assert_eq!(s.item(), Some(&2.5));
     /// ```
     pub fn scalar(value: T) -> Self {
-        Tensor { shape: Vec::new(), data: vec![value] }
+        Tensor {
+            shape: Vec::new(),
+            data: vec![value],
+        }
     }
 
     /// A 1-D tensor of `data`.
@@ -111,7 +114,10 @@ impl<T: Element> Tensor<T> {
     /// assert_eq!(t.shape(), &[3]);
     /// ```
     pub fn from_vec(data: Vec<T>) -> Self {
-        Tensor { shape: vec![data.len()], data }
+        Tensor {
+            shape: vec![data.len()],
+            data,
+        }
     }
 
     /// A tensor of `shape` with every element `value`. Fails with `resource-exhausted` when the
@@ -240,10 +246,13 @@ impl<T: Element> Tensor<T> {
         if index.len() != self.shape.len() {
             return None;
         }
-        index.iter().zip(&self.shape).try_fold(0, |offset, (&i, &dim)| {
-            // offset < product of the dimensions so far, so this cannot overflow.
-            (i < dim).then(|| offset * dim + i)
-        })
+        index
+            .iter()
+            .zip(&self.shape)
+            .try_fold(0, |offset, (&i, &dim)| {
+                // offset < product of the dimensions so far, so this cannot overflow.
+                (i < dim).then(|| offset * dim + i)
+            })
     }
 
     /// The element at `index` (one coordinate per axis), or `None` if it is out of range or has
@@ -264,7 +273,10 @@ impl<T: Element> Tensor<T> {
     /// assert_eq!(t.map(|x| x < 0.0).as_slice(), &[false, true]);
     /// ```
     pub fn map<U: Element>(&self, f: impl FnMut(T) -> U) -> Tensor<U> {
-        Tensor { shape: self.shape.clone(), data: self.data.iter().cloned().map(f).collect() }
+        Tensor {
+            shape: self.shape.clone(),
+            data: self.data.iter().cloned().map(f).collect(),
+        }
     }
 
     /// Combines two tensors of the same shape element by element. Fails with `invalid-argument`
@@ -290,8 +302,16 @@ impl<T: Element> Tensor<T> {
                 ShapeDisplay(&other.shape)
             )));
         }
-        let data = self.data.iter().zip(&other.data).map(|(x, y)| f(x.clone(), y.clone())).collect();
-        Ok(Tensor { shape: self.shape.clone(), data })
+        let data = self
+            .data
+            .iter()
+            .zip(&other.data)
+            .map(|(x, y)| f(x.clone(), y.clone()))
+            .collect();
+        Ok(Tensor {
+            shape: self.shape.clone(),
+            data,
+        })
     }
 
     /// The same elements under another shape with the same element count; fails with
@@ -304,7 +324,8 @@ impl<T: Element> Tensor<T> {
     /// ```
     pub fn reshape(self, shape: impl Into<Vec<usize>>) -> Result<Self, Error> {
         let from = self.shape;
-        Tensor::new(shape, self.data).map_err(|e| e.context(format!("cannot reshape {}", ShapeDisplay(&from))))
+        Tensor::new(shape, self.data)
+            .map_err(|e| e.context(format!("cannot reshape {}", ShapeDisplay(&from))))
     }
 
     /// The length of a row along the last axis and the number of rows; a scalar is one row of one.
@@ -326,7 +347,11 @@ impl<T: Element> Tensor<T> {
     /// ```
     pub fn rows(&self) -> Rows<'_, T> {
         let (row_len, remaining) = self.row_layout();
-        Rows { data: &self.data, row_len, remaining }
+        Rows {
+            data: &self.data,
+            row_len,
+            remaining,
+        }
     }
 
     /// The slices along the last axis, mutable; see [`rows`](Self::rows).
@@ -340,20 +365,28 @@ impl<T: Element> Tensor<T> {
     /// ```
     pub fn rows_mut(&mut self) -> RowsMut<'_, T> {
         let (row_len, remaining) = self.row_layout();
-        RowsMut { data: &mut self.data, row_len, remaining }
+        RowsMut {
+            data: &mut self.data,
+            row_len,
+            remaining,
+        }
     }
 
     /// Decodes a wire tensor, checking its dtype and element count.
     pub(crate) fn from_wit(tensor: WitTensor) -> Result<Self, Error> {
         let dtype = DType::from(tensor.dtype);
         if dtype != T::DTYPE {
-            return Err(Error::invalid_argument(format!("expected {}, got {dtype}", T::DTYPE)));
+            return Err(Error::invalid_argument(format!(
+                "expected {}, got {dtype}",
+                T::DTYPE
+            )));
         }
         let shape = tensor
             .shape
             .iter()
             .map(|&d| {
-                usize::try_from(d).map_err(|_| Error::invalid_argument(format!("dimension {d} is too large")))
+                usize::try_from(d)
+                    .map_err(|_| Error::invalid_argument(format!("dimension {d} is too large")))
             })
             .collect::<Result<Vec<usize>, Error>>()?;
         let Some(count) = element_count(&shape) else {
@@ -362,8 +395,7 @@ impl<T: Element> Tensor<T> {
                 ShapeDisplay(&shape)
             )));
         };
-        let data = T::decode(tensor.data, count)
-            .map_err(|e| e.context(format_args!("shape {}", ShapeDisplay(&shape))))?;
+        let data = T::decode(tensor.data, count)?;
         Ok(Tensor { shape, data })
     }
 
@@ -380,7 +412,10 @@ impl<T: Element> Tensor<T> {
     pub(crate) fn matches(&self, declared: Shape) -> bool {
         declared.is_none_or(|dims| {
             dims.len() == self.shape.len()
-                && dims.iter().zip(&self.shape).all(|(want, &got)| want.is_none_or(|w| w == got as u64))
+                && dims
+                    .iter()
+                    .zip(&self.shape)
+                    .all(|(want, &got)| want.is_none_or(|w| w == got as u64))
         })
     }
 }
@@ -502,10 +537,16 @@ mod tests {
     #[test]
     fn new_checks_the_element_count() {
         let err = Tensor::new([2, 3], vec![0i32; 5]).unwrap_err();
-        assert_eq!(err, Error::invalid_argument("shape [2, 3] holds 6 elements, got 5"));
+        assert_eq!(
+            err,
+            Error::invalid_argument("shape [2, 3] holds 6 elements, got 5")
+        );
         assert!(Tensor::new([usize::MAX, 2], Vec::<u8>::new()).is_err());
         assert!(Tensor::new([0, 5], Vec::<u8>::new()).unwrap().is_empty());
-        assert_eq!(Tensor::new(Vec::new(), vec![1u8]).unwrap(), Tensor::scalar(1u8));
+        assert_eq!(
+            Tensor::new(Vec::new(), vec![1u8]).unwrap(),
+            Tensor::scalar(1u8)
+        );
     }
 
     #[test]
@@ -558,18 +599,31 @@ mod tests {
         let t = Tensor::from_vec(vec![1, 2, 3, 4]).reshape([2, 2]).unwrap();
         assert_eq!(t.rows().nth(1), Some(&[3, 4][..]));
         let err = t.reshape([3]).unwrap_err();
-        assert_eq!(err.message(), "cannot reshape [2, 2]: shape [3] holds 3 elements, got 4");
+        assert_eq!(
+            err.message(),
+            "cannot reshape [2, 2]: shape [3] holds 3 elements, got 4"
+        );
     }
 
     #[test]
     fn full_refuses_overflowing_shapes() {
-        assert!(matches!(Tensor::full([usize::MAX, 2], 0u8), Err(Error::InvalidArgument(_))));
-        assert!(matches!(Tensor::<u8>::zeros([usize::MAX]), Err(Error::ResourceExhausted(_))));
+        assert!(matches!(
+            Tensor::full([usize::MAX, 2], 0u8),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            Tensor::<u8>::zeros([usize::MAX]),
+            Err(Error::ResourceExhausted(_))
+        ));
     }
 
     #[test]
     fn wire_round_trip_keeps_shape_and_data() {
-        let t = Tensor::new([2, 2], vec!["a".to_string(), "bc".into(), String::new(), "é".into()]).unwrap();
+        let t = Tensor::new(
+            [2, 2],
+            vec!["a".to_string(), "bc".into(), String::new(), "é".into()],
+        )
+        .unwrap();
         let wit = t.clone().into_wit().unwrap();
         assert_eq!(wit.shape, [2, 2]);
         assert_eq!(Tensor::<String>::from_wit(wit).unwrap(), t);
@@ -577,13 +631,24 @@ mod tests {
 
     #[test]
     fn from_wit_checks_dtype_and_count() {
-        let wit = WitTensor { dtype: WitDtype::F32, shape: vec![2], data: vec![0; 8] };
+        let wit = WitTensor {
+            dtype: WitDtype::F32,
+            shape: vec![2],
+            data: vec![0; 8],
+        };
         let err = Tensor::<i32>::from_wit(wit.clone()).unwrap_err();
         assert_eq!(err, Error::invalid_argument("expected int32, got float32"));
-        let wit = WitTensor { shape: vec![3], ..wit };
+        let wit = WitTensor {
+            shape: vec![3],
+            ..wit
+        };
         let err = Tensor::<f32>::from_wit(wit).unwrap_err();
-        assert_eq!(err.message(), "shape [3]: 3 elements need 12 bytes of data, got 8");
-        let wit = WitTensor { dtype: WitDtype::U8, shape: vec![u64::MAX, u64::MAX], data: vec![] };
+        assert_eq!(err.message(), "3 elements need 12 bytes of data, got 8");
+        let wit = WitTensor {
+            dtype: WitDtype::U8,
+            shape: vec![u64::MAX, u64::MAX],
+            data: vec![],
+        };
         assert!(Tensor::<u8>::from_wit(wit).is_err());
     }
 

@@ -4,6 +4,13 @@
 //! (storage of components and registrations) and [`api`] (axum routes); [`service`] joins the
 //! first two for the API and for the embeddable server.
 
+pub mod api;
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod metrics;
 pub mod names;
 pub mod registry;
 pub mod runtime;
+pub mod server;
+pub mod service;

@@ -85,7 +85,11 @@ mod tests {
 
     #[test]
     fn adds_int32_element_wise() {
-        let sum = add(t(&[2, 2], vec![1, 2, 3, 4]), t(&[2, 2], vec![10, 20, 30, 40])).unwrap();
+        let sum = add(
+            t(&[2, 2], vec![1, 2, 3, 4]),
+            t(&[2, 2], vec![10, 20, 30, 40]),
+        )
+        .unwrap();
         assert_eq!(sum, t(&[2, 2], vec![11, 22, 33, 44]));
     }
 
@@ -120,7 +124,10 @@ mod tests {
 
     #[test]
     fn scalars_and_empty_tensors_are_fine() {
-        assert_eq!(add(Tensor::scalar(2), Tensor::scalar(3)).unwrap(), Tensor::scalar(5));
+        assert_eq!(
+            add(Tensor::scalar(2), Tensor::scalar(3)).unwrap(),
+            Tensor::scalar(5)
+        );
         let empty = add_uint16(t(&[0, 3], vec![]), t(&[0, 3], vec![])).unwrap();
         assert_eq!(empty.shape(), &[0, 3]);
     }

@@ -15,7 +15,10 @@ use wasmrpc_guest::{Error, Tensor};
 #[wasmrpc_guest::method(x = [_, _], output = [_, _])]
 pub fn transpose(x: Tensor<f32>) -> Result<Tensor<f32>, Error> {
     let &[m, n] = x.shape() else {
-        return Err(Error::invalid_argument(format!("transpose takes a 2-D tensor, got shape {:?}", x.shape())));
+        return Err(Error::invalid_argument(format!(
+            "transpose takes a 2-D tensor, got shape {:?}",
+            x.shape()
+        )));
     };
     let mut out = Tensor::zeros([n, m])?;
     for (i, row) in x.rows().enumerate() {
@@ -38,7 +41,10 @@ pub fn sum(x: Tensor<f32>) -> Tensor<f32> {
 #[wasmrpc_guest::method(factor = [])]
 pub fn scale(x: Tensor<f32>, factor: Tensor<f32>) -> Result<Tensor<f32>, Error> {
     let &f = factor.item().ok_or_else(|| {
-        Error::invalid_argument(format!("factor must be a scalar, got shape {:?}", factor.shape()))
+        Error::invalid_argument(format!(
+            "factor must be a scalar, got shape {:?}",
+            factor.shape()
+        ))
     })?;
     Ok(x.map(|v| v * f))
 }
@@ -48,7 +54,9 @@ pub fn scale(x: Tensor<f32>, factor: Tensor<f32>) -> Result<Tensor<f32>, Error> 
 #[wasmrpc_guest::method(outputs = ["values", "indices"])]
 pub fn max(x: Tensor<f32>) -> Result<(Tensor<f32>, Tensor<i64>), Error> {
     let Some((&last, leading)) = x.shape().split_last() else {
-        return Err(Error::invalid_argument("max needs a tensor of rank 1 or more, got a scalar"));
+        return Err(Error::invalid_argument(
+            "max needs a tensor of rank 1 or more, got a scalar",
+        ));
     };
     if last == 0 {
         return Err(Error::invalid_argument(format!(
@@ -67,7 +75,10 @@ pub fn max(x: Tensor<f32>) -> Result<(Tensor<f32>, Tensor<i64>), Error> {
         values.push(best);
         indices.push(i64::try_from(at).unwrap_or(i64::MAX));
     }
-    Ok((Tensor::new(leading, values)?, Tensor::new(leading, indices)?))
+    Ok((
+        Tensor::new(leading, values)?,
+        Tensor::new(leading, indices)?,
+    ))
 }
 
 wasmrpc_guest::export!(transpose, sum, scale, max);
@@ -80,13 +91,24 @@ mod tests {
     fn transposes_a_matrix() {
         let x = Tensor::new([2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
         let y = transpose(x).unwrap();
-        assert_eq!(y, Tensor::new([3, 2], vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]).unwrap());
-        assert_eq!(transpose(Tensor::new([0, 2], vec![]).unwrap()).unwrap().shape(), &[2, 0]);
+        assert_eq!(
+            y,
+            Tensor::new([3, 2], vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]).unwrap()
+        );
+        assert_eq!(
+            transpose(Tensor::new([0, 2], vec![]).unwrap())
+                .unwrap()
+                .shape(),
+            &[2, 0]
+        );
     }
 
     #[test]
     fn sums_any_shape_to_a_scalar() {
-        assert_eq!(sum(Tensor::new([2, 2], vec![1.0, 2.0, 3.0, 4.5]).unwrap()), Tensor::scalar(10.5));
+        assert_eq!(
+            sum(Tensor::new([2, 2], vec![1.0, 2.0, 3.0, 4.5]).unwrap()),
+            Tensor::scalar(10.5)
+        );
         assert_eq!(sum(Tensor::new([0], vec![]).unwrap()), Tensor::scalar(0.0));
         assert_eq!(sum(Tensor::scalar(2.0)), Tensor::scalar(2.0));
     }

@@ -50,7 +50,10 @@ mod tests {
     fn multiplies_matrices() {
         let a = t([2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         let b = t([3, 2], &[7.0, 8.0, 9.0, 10.0, 11.0, 12.0]);
-        assert_eq!(matmul(a, b).unwrap(), t([2, 2], &[58.0, 64.0, 139.0, 154.0]));
+        assert_eq!(
+            matmul(a, b).unwrap(),
+            t([2, 2], &[58.0, 64.0, 139.0, 154.0])
+        );
     }
 
     #[test]
@@ -63,8 +66,16 @@ mod tests {
     #[test]
     fn empty_dimensions_give_zeros_or_empty_results() {
         // k = 0: the sum over nothing is 0.
-        assert_eq!(matmul(t([2, 0], &[]), t([0, 3], &[])).unwrap(), Tensor::zeros([2, 3]).unwrap());
-        assert_eq!(matmul(t([0, 2], &[]), t([2, 3], &[0.0; 6])).unwrap().shape(), &[0, 3]);
+        assert_eq!(
+            matmul(t([2, 0], &[]), t([0, 3], &[])).unwrap(),
+            Tensor::zeros([2, 3]).unwrap()
+        );
+        assert_eq!(
+            matmul(t([0, 2], &[]), t([2, 3], &[0.0; 6]))
+                .unwrap()
+                .shape(),
+            &[0, 3]
+        );
     }
 
     #[test]
@@ -72,7 +83,9 @@ mod tests {
         let err = matmul(t([2, 3], &[0.0; 6]), t([2, 3], &[0.0; 6])).unwrap_err();
         assert_eq!(
             err,
-            Error::invalid_argument("inner dimensions differ: a has shape [2, 3], b has shape [2, 3]")
+            Error::invalid_argument(
+                "inner dimensions differ: a has shape [2, 3], b has shape [2, 3]"
+            )
         );
     }
 

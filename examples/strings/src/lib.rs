@@ -34,7 +34,10 @@ mod tests {
     #[test]
     fn upper_cases_every_element_and_keeps_the_shape() {
         let s = strings(&[2, 2], &["hello", "Wörld", "", "straße"]);
-        assert_eq!(upper(s), strings(&[2, 2], &["HELLO", "WÖRLD", "", "STRASSE"]));
+        assert_eq!(
+            upper(s),
+            strings(&[2, 2], &["HELLO", "WÖRLD", "", "STRASSE"])
+        );
         assert_eq!(upper(strings(&[], &["a"])), strings(&[], &["A"]));
     }
 

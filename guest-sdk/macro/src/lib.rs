@@ -79,16 +79,25 @@ impl Parse for AttrOption {
         let key = input.call(Ident::parse_any)?;
         input.parse::<Token![=]>()?;
         if input.peek(LitStr) {
-            return Ok(AttrOption { key, value: Value::Str(input.parse()?) });
+            return Ok(AttrOption {
+                key,
+                value: Value::Str(input.parse()?),
+            });
         }
         let content;
         bracketed!(content in input);
         if content.peek(LitStr) {
             let names = Punctuated::<LitStr, Token![,]>::parse_terminated(&content)?;
-            return Ok(AttrOption { key, value: Value::Names(names.into_iter().collect()) });
+            return Ok(AttrOption {
+                key,
+                value: Value::Names(names.into_iter().collect()),
+            });
         }
         let dims = Punctuated::<Dim, Token![,]>::parse_terminated(&content)?;
-        Ok(AttrOption { key, value: Value::Shape(dims.into_iter().map(|d| d.0).collect()) })
+        Ok(AttrOption {
+            key,
+            value: Value::Shape(dims.into_iter().map(|d| d.0).collect()),
+        })
     }
 }
 
@@ -168,10 +177,12 @@ fn tensor_element(ty: &Type) -> Option<&Type> {
                 return None;
             }
             match &last.arguments {
-                PathArguments::AngleBracketed(args) if args.args.len() == 1 => match &args.args[0] {
-                    GenericArgument::Type(elem) => Some(elem),
-                    _ => None,
-                },
+                PathArguments::AngleBracketed(args) if args.args.len() == 1 => {
+                    match &args.args[0] {
+                        GenericArgument::Type(elem) => Some(elem),
+                        _ => None,
+                    }
+                }
                 _ => None,
             }
         }
@@ -186,10 +197,16 @@ fn result_ok(ty: &Type) -> Option<&Type> {
     if path.qself.is_some() || last.ident != "Result" {
         return None;
     }
-    let PathArguments::AngleBracketed(args) = &last.arguments else { return None };
+    let PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
     match (args.args.first(), args.args.get(1), args.args.len()) {
         (Some(GenericArgument::Type(ok)), Some(GenericArgument::Type(Type::Path(err))), 2)
-            if err.path.segments.last().is_some_and(|s| s.ident == "Error" && s.arguments.is_none()) =>
+            if err
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "Error" && s.arguments.is_none()) =>
         {
             Some(ok)
         }
@@ -232,13 +249,22 @@ fn outputs(func: &ItemFn) -> syn::Result<(Vec<&Type>, bool, bool)> {
 fn params(func: &ItemFn) -> syn::Result<Vec<(&Ident, &Type)>> {
     let sig = &func.sig;
     if let Some(asyncness) = &sig.asyncness {
-        return Err(syn::Error::new_spanned(asyncness, "a wasmrpc method cannot be `async`"));
+        return Err(syn::Error::new_spanned(
+            asyncness,
+            "a wasmrpc method cannot be `async`",
+        ));
     }
     if let Some(unsafety) = &sig.unsafety {
-        return Err(syn::Error::new_spanned(unsafety, "a wasmrpc method cannot be `unsafe`"));
+        return Err(syn::Error::new_spanned(
+            unsafety,
+            "a wasmrpc method cannot be `unsafe`",
+        ));
     }
     if let Some(abi) = &sig.abi {
-        return Err(syn::Error::new_spanned(abi, "a wasmrpc method cannot have an `extern` ABI"));
+        return Err(syn::Error::new_spanned(
+            abi,
+            "a wasmrpc method cannot have an `extern` ABI",
+        ));
     }
     if !sig.generics.params.is_empty() {
         return Err(syn::Error::new_spanned(
@@ -247,10 +273,16 @@ fn params(func: &ItemFn) -> syn::Result<Vec<(&Ident, &Type)>> {
         ));
     }
     if let Some(where_clause) = &sig.generics.where_clause {
-        return Err(syn::Error::new_spanned(where_clause, "a wasmrpc method cannot have a `where` clause"));
+        return Err(syn::Error::new_spanned(
+            where_clause,
+            "a wasmrpc method cannot have a `where` clause",
+        ));
     }
     if let Some(variadic) = &sig.variadic {
-        return Err(syn::Error::new_spanned(variadic, "a wasmrpc method cannot be variadic"));
+        return Err(syn::Error::new_spanned(
+            variadic,
+            "a wasmrpc method cannot be variadic",
+        ));
     }
     sig.inputs
         .iter()
@@ -283,34 +315,79 @@ fn params(func: &ItemFn) -> syn::Result<Vec<(&Ident, &Type)>> {
         .collect()
 }
 
-/// The function's doc comment: its `///` lines, one leading space removed, joined and trimmed.
-fn doc(func: &ItemFn) -> String {
-    let lines: Vec<String> = func
-        .attrs
+/// The text of a `#[doc = …]` value: a string literal, or `concat!` of literals (as `macro_rules!`
+/// expansions write it). `None` for anything else, such as `include_str!`.
+fn doc_text(value: &Expr) -> Option<String> {
+    match value {
+        Expr::Lit(lit) => literal_text(&lit.lit),
+        Expr::Group(group) => doc_text(&group.expr),
+        Expr::Macro(mac) if mac.mac.path.is_ident("concat") => {
+            let parts = mac
+                .mac
+                .parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated)
+                .ok()?;
+            parts.iter().map(doc_text).collect()
+        }
+        _ => None,
+    }
+}
+
+fn literal_text(lit: &Lit) -> Option<String> {
+    match lit {
+        Lit::Str(s) => Some(s.value()),
+        Lit::Int(i) => Some(i.base10_digits().to_owned()),
+        Lit::Float(f) => Some(f.base10_digits().to_owned()),
+        Lit::Bool(b) => Some(b.value.to_string()),
+        Lit::Char(c) => Some(c.value().to_string()),
+        _ => None,
+    }
+}
+
+/// The function's doc comment as a string expression: its `///` lines, one leading space removed,
+/// joined and trimmed. A `#[doc = …]` value that is not known at expansion time (`include_str!`)
+/// is spliced in as written, through `concat!`.
+fn doc(func: &ItemFn) -> TokenStream2 {
+    let mut lines: Vec<Result<String, &Expr>> = Vec::new();
+    for attr in func.attrs.iter().filter(|a| a.path().is_ident("doc")) {
+        let Meta::NameValue(nv) = &attr.meta else {
+            continue;
+        };
+        match doc_text(&nv.value) {
+            Some(text) => lines.extend(
+                text.split('\n')
+                    .map(|l| Ok(l.strip_prefix(' ').unwrap_or(l).trim_end().to_owned())),
+            ),
+            None => lines.push(Err(&nv.value)),
+        }
+    }
+    match lines
         .iter()
-        .filter(|a| a.path().is_ident("doc"))
-        .filter_map(|a| match &a.meta {
-            Meta::NameValue(nv) => match &nv.value {
-                Expr::Lit(lit) => match &lit.lit {
-                    Lit::Str(s) => Some(s.value()),
-                    _ => None,
-                },
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect();
-    let lines: Vec<&str> = lines
-        .iter()
-        .flat_map(|l| l.split('\n'))
-        .map(|l| l.strip_prefix(' ').unwrap_or(l).trim_end())
-        .collect();
-    lines.join("\n").trim().to_owned()
+        .cloned()
+        .collect::<Result<Vec<String>, &Expr>>()
+    {
+        Ok(lines) => {
+            let text = lines.join("\n").trim().to_owned();
+            quote!(#text)
+        }
+        Err(_) => {
+            let parts = lines.iter().enumerate().map(|(i, line)| {
+                let newline = (i > 0).then(|| quote!("\n",));
+                match line {
+                    Ok(text) => quote!(#newline #text),
+                    Err(expr) => quote!(#newline #expr),
+                }
+            });
+            quote!(::core::concat!(#(#parts),*).trim_ascii())
+        }
+    }
 }
 
 /// Whether `name` is a usable method name: ASCII letters, digits, `_`, `-` and `.`.
 fn valid_method_name(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
 }
 
 fn expand_method(
@@ -322,13 +399,21 @@ fn expand_method(
 
     let mut inputs: Vec<Spec> = params
         .iter()
-        .map(|(ident, elem)| Spec { name: ident.unraw().to_string(), elem, shape: None })
+        .map(|(ident, elem)| Spec {
+            name: ident.unraw().to_string(),
+            elem,
+            shape: None,
+        })
         .collect();
     let mut outputs: Vec<Spec> = output_elems
         .iter()
         .enumerate()
         .map(|(i, elem)| Spec {
-            name: if is_tuple { format!("output_{i}") } else { "output".to_owned() },
+            name: if is_tuple {
+                format!("output_{i}")
+            } else {
+                "output".to_owned()
+            },
             elem,
             shape: None,
         })
@@ -340,7 +425,10 @@ fn expand_method(
     for option in options {
         let key = option.key.unraw().to_string();
         if seen.contains(&key) {
-            return Err(syn::Error::new_spanned(&option.key, format!("`{key}` is given twice")));
+            return Err(syn::Error::new_spanned(
+                &option.key,
+                format!("`{key}` is given twice"),
+            ));
         }
         seen.push(key.clone());
         match (key.as_str(), option.value) {
@@ -404,13 +492,21 @@ fn expand_method(
             (Some(spec), None) | (None, Some(spec)) => spec.shape = Some(dims),
             (None, None) => {
                 let join = |specs: &[Spec]| {
-                    specs.iter().map(|s| format!("`{}`", s.name)).collect::<Vec<_>>().join(", ")
+                    specs
+                        .iter()
+                        .map(|s| format!("`{}`", s.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 };
                 return Err(syn::Error::new_spanned(
                     key,
                     format!(
                         "no parameter or output named `{name}`; parameters: {}; outputs: {}",
-                        if inputs.is_empty() { "none".to_owned() } else { join(&inputs) },
+                        if inputs.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            join(&inputs)
+                        },
                         join(&outputs)
                     ),
                 ));
@@ -431,7 +527,9 @@ fn expand_method(
         quote!(let #arg = __args.next::<#elem>(#name, #shape)?;)
     });
     let question = is_result.then(|| quote!(?));
-    let out_idents: Vec<Ident> = (0..outputs.len()).map(|i| format_ident!("__out{}", i)).collect();
+    let out_idents: Vec<Ident> = (0..outputs.len())
+        .map(|i| format_ident!("__out{}", i))
+        .collect();
     let destructure = if is_tuple {
         quote!(let (#(#out_idents,)*) = __output;)
     } else {
@@ -482,17 +580,26 @@ fn expand_method(
 
 fn expand_export(paths: Punctuated<Path, Token![,]>, span: Span) -> syn::Result<TokenStream2> {
     if paths.is_empty() {
-        return Err(syn::Error::new(span, "export! needs the methods to export: `export!(add, sub)`"));
+        return Err(syn::Error::new(
+            span,
+            "export! needs the methods to export: `export!(add, sub)`",
+        ));
     }
     let structs = paths
         .iter()
         .map(|path| {
             let mut path = path.clone();
             let Some(last) = path.segments.last_mut() else {
-                return Err(syn::Error::new_spanned(&path, "expected the path of a `#[method]` function"));
+                return Err(syn::Error::new_spanned(
+                    &path,
+                    "expected the path of a `#[method]` function",
+                ));
             };
             if !last.arguments.is_none() {
-                return Err(syn::Error::new_spanned(&last.arguments, "expected the path of a `#[method]` function"));
+                return Err(syn::Error::new_spanned(
+                    &last.arguments,
+                    "expected the path of a `#[method]` function",
+                ));
             }
             last.ident = method_struct(&last.ident);
             Ok(path.into_token_stream())

@@ -1,0 +1,226 @@
+//! A component whose methods misbehave on purpose, one failure mode each, for the host's sandbox
+//! tests. Every method takes one float32 tensor `x` of any shape (a scalar will do).
+//!
+//! | method | what it does | what the host should answer |
+//! |---|---|---|
+//! | `spin` | loops forever | DEADLINE_EXCEEDED |
+//! | `memory_bomb` | allocates and touches 1 MiB chunks forever | RESOURCE_EXHAUSTED |
+//! | `recurse` | recurses without bound, 256+ bytes a frame | INTERNAL (stack overflow trap) |
+//! | `unreachable` | executes `unreachable` | INTERNAL |
+//! | `divide_by_zero` | divides an integer by a zero it cannot see coming (a Rust panic) | INTERNAL |
+//! | `panic` | `panic!("guest panicked on purpose")` | INTERNAL |
+//! | `huge_output` | returns a float32 tensor of shape `[64 Mi]` (256 MiB) | RESOURCE_EXHAUSTED |
+//! | `log_flood` | logs 100 000 lines of 1 KiB, prints as many to stdout and stderr, returns `x` | `x`, logs capped |
+//! | `fail` | returns `failed-precondition` | FAILED_PRECONDITION |
+//! | `echo` | returns `x` | `x`: the component still works |
+//! | `write_marker` | leaves `WASMRPC-MARKER` all over 1 MiB of its heap, returns `x` | `x` |
+//! | `scan_marker` | grows its memory by 16 MiB, then scans its whole heap for `WASMRPC-MARKER`: uint8 scalar 1 if found, else 0 | 0 in a fresh instance |
+//!
+//! Build: `cargo build --target wasm32-wasip2 --release -p guest-hostile`.
+
+use std::hint::black_box;
+
+use wasmrpc_guest::{Error, Tensor, log};
+
+/// What `write_marker` leaves behind and `scan_marker` looks for.
+const MARKER: &[u8] = b"WASMRPC-MARKER";
+
+/// Loops forever, incrementing a counter the optimiser cannot see through.
+#[wasmrpc_guest::method]
+pub fn spin(x: Tensor<f32>) -> Tensor<f32> {
+    black_box(&x);
+    let mut counter = 0u64;
+    loop {
+        counter = black_box(counter.wrapping_add(1));
+    }
+}
+
+/// Allocates 1 MiB chunks, writes every byte of each and keeps them all, forever.
+#[wasmrpc_guest::method]
+pub fn memory_bomb(x: Tensor<f32>) -> Tensor<f32> {
+    black_box(&x);
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    loop {
+        // A non-zero fill so that every page is written, not just mapped.
+        let chunk = vec![black_box(0xa5u8); 1 << 20];
+        chunks.push(black_box(chunk));
+    }
+}
+
+/// One level of unbounded recursion, with a 256-byte array on the (shadow) stack.
+#[inline(never)]
+fn dive(depth: u64, frame: [u8; 256]) -> u64 {
+    let mut local = black_box(frame);
+    local[(depth % 256) as usize] = depth as u8;
+    // Never true; opaque to the optimiser, so the recursion is neither unconditional nor removable.
+    if black_box(depth) == u64::MAX {
+        return 0;
+    }
+    let below = dive(black_box(depth + 1), local);
+    black_box(below).wrapping_add(u64::from(local[0]))
+}
+
+/// Recurses until the stack overflows.
+#[wasmrpc_guest::method]
+pub fn recurse(x: Tensor<f32>) -> Tensor<f32> {
+    let depth = dive(0, [0; 256]);
+    Tensor::scalar(black_box(depth) as f32 + x.len() as f32)
+}
+
+/// Executes the wasm `unreachable` instruction (aborts the process on other targets).
+#[wasmrpc_guest::method]
+pub fn unreachable(x: Tensor<f32>) -> Tensor<f32> {
+    black_box(&x);
+    #[cfg(target_arch = "wasm32")]
+    core::arch::wasm32::unreachable();
+    #[cfg(not(target_arch = "wasm32"))]
+    std::process::abort();
+}
+
+/// Divides by a zero read through `black_box`: Rust panics with "attempt to divide by zero".
+#[wasmrpc_guest::method]
+pub fn divide_by_zero(x: Tensor<f32>) -> Tensor<f32> {
+    let numerator = black_box(x.len() as i64 + 1);
+    let zero = black_box(0i64);
+    Tensor::scalar((numerator / zero) as f32)
+}
+
+/// Panics with "guest panicked on purpose".
+#[wasmrpc_guest::method]
+pub fn panic(x: Tensor<f32>) -> Tensor<f32> {
+    black_box(&x);
+    panic!("guest panicked on purpose")
+}
+
+/// Elements of `huge_output`'s result: 64 Mi float32, 256 MiB.
+const HUGE_ELEMENTS: usize = 64 * 1024 * 1024;
+
+/// Returns a float32 tensor of shape `[67108864]` (256 MiB of data), or `resource-exhausted` if it
+/// cannot even allocate it.
+#[wasmrpc_guest::method]
+pub fn huge_output(x: Tensor<f32>) -> Result<Tensor<f32>, Error> {
+    black_box(&x);
+    Tensor::zeros([HUGE_ELEMENTS])
+}
+
+/// Lines `log_flood` writes to each of log, stdout and stderr.
+const FLOOD_LINES: usize = 100_000;
+
+/// Logs 100 000 lines of 1 KiB, prints as many to stdout and to stderr, then returns `x`.
+#[wasmrpc_guest::method]
+pub fn log_flood(x: Tensor<f32>) -> Tensor<f32> {
+    let line = "x".repeat(1024);
+    for _ in 0..FLOOD_LINES {
+        log::info(&line);
+        println!("{line}");
+        eprintln!("{line}");
+    }
+    x
+}
+
+/// Fails with `failed-precondition`: "precondition failed on purpose".
+#[wasmrpc_guest::method]
+pub fn fail(x: Tensor<f32>) -> Result<Tensor<f32>, Error> {
+    black_box(&x);
+    Err(Error::failed_precondition("precondition failed on purpose"))
+}
+
+/// Returns `x` unchanged.
+#[wasmrpc_guest::method]
+pub fn echo(x: Tensor<f32>) -> Tensor<f32> {
+    x
+}
+
+/// Fills 1 MiB of heap with `WASMRPC-MARKER` repeated and leaks it, so the bytes stay in this
+/// instance's memory; returns `x`.
+#[wasmrpc_guest::method]
+pub fn write_marker(x: Tensor<f32>) -> Tensor<f32> {
+    let buf: Vec<u8> = MARKER.iter().copied().cycle().take(1 << 20).collect();
+    black_box(Vec::leak(buf));
+    x
+}
+
+/// Grows memory with a fresh 16 MiB allocation, then scans the whole heap, from `__heap_base` to
+/// the end of linear memory, for `WASMRPC-MARKER`: a uint8 scalar, 1 if found, else 0. The data
+/// segment (which holds the marker as a constant) lies below the heap and is not scanned. On
+/// targets other than wasm32 there is no linear memory to scan: always 0.
+#[wasmrpc_guest::method]
+pub fn scan_marker(x: Tensor<f32>) -> Tensor<u8> {
+    black_box(&x);
+    let fresh: Vec<u8> = Vec::with_capacity(16 << 20);
+    black_box(&fresh);
+    let found = heap_contains(MARKER);
+    drop(fresh);
+    Tensor::scalar(u8::from(found))
+}
+
+/// Whether `needle` occurs anywhere between the heap base and the end of linear memory.
+#[cfg(target_arch = "wasm32")]
+fn heap_contains(needle: &[u8]) -> bool {
+    unsafe extern "C" {
+        /// The first byte past the stack and data segments; defined by wasm-ld.
+        static __heap_base: u8;
+    }
+    let start = (&raw const __heap_base).addr();
+    let end = core::arch::wasm32::memory_size(0).saturating_mul(65536);
+    let Some(len) = end.checked_sub(start) else {
+        return false;
+    };
+    // SAFETY: deliberately not sound in Rust's terms, and on purpose: this reads bytes it never
+    // wrote (freed blocks, fresh pages, the uninitialised `fresh` allocation), because that is
+    // what the test is about. On wasm32 every address in [__heap_base, memory end) is readable
+    // linear memory, nothing writes to it during the scan, and the pointer comes from an integer
+    // address, so the compiler can assume nothing about the bytes it reads.
+    let heap =
+        unsafe { std::slice::from_raw_parts(std::ptr::with_exposed_provenance::<u8>(start), len) };
+    heap.windows(needle.len())
+        .any(|w| w[0] == needle[0] && w == needle)
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn heap_contains(_needle: &[u8]) -> bool {
+    false
+}
+
+wasmrpc_guest::export!(
+    spin,
+    memory_bomb,
+    recurse,
+    unreachable,
+    divide_by_zero,
+    panic,
+    huge_output,
+    log_flood,
+    fail,
+    echo,
+    write_marker,
+    scan_marker,
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_healthy_methods_behave() {
+        let x = Tensor::from_vec(vec![1.0, 2.0]);
+        assert_eq!(echo(x.clone()), x);
+        assert_eq!(write_marker(x.clone()), x);
+        assert_eq!(
+            fail(x).unwrap_err(),
+            Error::failed_precondition("precondition failed on purpose")
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "guest panicked on purpose")]
+    fn panic_panics() {
+        panic(Tensor::scalar(0.0));
+    }
+
+    #[test]
+    #[should_panic(expected = "attempt to divide by zero")]
+    fn divide_by_zero_panics() {
+        divide_by_zero(Tensor::scalar(0.0));
+    }
+}

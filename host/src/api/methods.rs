@@ -1,0 +1,133 @@
+//! The `/v1/methods` routes: register, list, describe, delete, call.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::value::RawValue;
+use wasmrpc_client::{CallResponse, Code, MethodList, Tensor};
+
+use super::AppState;
+use super::body::read_limited;
+use super::error::ApiError;
+use super::tenant::Tenant;
+
+/// `?export=M` on registration.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterQuery {
+    export: Option<String>,
+}
+
+/// `?version=N` on calls and descriptions.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VersionQuery {
+    version: Option<u32>,
+}
+
+/// `PUT /v1/methods/{name}`: register a component (201 for a new name, 200 for a new version).
+pub async fn register(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    Path(name): Path<String>,
+    Query(query): Query<RegisterQuery>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let limit = state.service.runtime().config().max_component_bytes;
+    let bytes = read_limited(&headers, body, limit).await?;
+    let (info, created) = state
+        .service
+        .register(&tenant, &name, query.export.as_deref(), bytes.to_vec())
+        .await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(info)).into_response())
+}
+
+/// `GET /v1/methods`: every method with its signature.
+pub async fn list(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+) -> Result<Json<MethodList>, ApiError> {
+    let methods = state.service.list(&tenant).await?;
+    Ok(Json(MethodList { methods }))
+}
+
+/// `GET /v1/methods/{name}`: one method's signature, versions, digest, size and time.
+pub async fn describe(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    Path(name): Path<String>,
+    Query(query): Query<VersionQuery>,
+) -> Result<Response, ApiError> {
+    let info = state.service.describe(&tenant, &name, query.version).await?;
+    Ok(Json(info).into_response())
+}
+
+/// `DELETE /v1/methods/{name}`: unregister every version.
+pub async fn delete(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let versions = state.service.delete(&tenant, &name).await?;
+    Ok(Json(serde_json::json!({ "name": name, "deleted_versions": versions })).into_response())
+}
+
+/// The call body, with each argument kept as text until the signature can name it.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallBody {
+    args: Vec<Box<RawValue>>,
+    #[serde(default)]
+    timeout_ms: u64,
+}
+
+/// `POST /v1/methods/{name}/call`: `{"args": [...], "timeout_ms": 0}` → `{"outputs": [...]}`.
+pub async fn call(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    Path(name): Path<String>,
+    Query(query): Query<VersionQuery>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let bytes = read_limited(&headers, body, state.limits.max_request_bytes).await?;
+    let request: CallBody = serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::new(
+            Code::InvalidArgument,
+            format!("the body is not a valid call request ({{\"args\": [tensor, ...], \"timeout_ms\": N}}): {e}"),
+        )
+    })?;
+    drop(bytes);
+    let method = state.service.resolve(&tenant, &name, query.version).await?;
+    let inputs = &method.signature().inputs;
+    let args = request
+        .args
+        .iter()
+        .enumerate()
+        .map(|(i, raw)| {
+            Tensor::from_json(raw.get()).map_err(|e| {
+                let arg = inputs
+                    .get(i)
+                    .map_or_else(String::new, |s| format!(" (`{}`)", s.name));
+                ApiError::new(Code::InvalidArgument, format!("argument {i}{arg}: {e}"))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let timeout = Duration::from_millis(request.timeout_ms);
+    drop(request);
+    let outputs = state.service.invoke(&method, args, timeout).await?;
+    let body = serde_json::to_vec(&CallResponse { outputs }).map_err(|e| {
+        ApiError::new(Code::Internal, format!("encoding the outputs failed: {e}"))
+    })?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}

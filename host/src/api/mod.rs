@@ -1,0 +1,93 @@
+//! The HTTP API on axum: routes, request limits, tracing. Uses the service; never wasmtime.
+
+mod body;
+pub mod error;
+mod health;
+mod methods;
+mod tenant;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{HeaderName, Method, Uri};
+use axum::routing::{get, post, put};
+use tower_http::trace::TraceLayer;
+use wasmrpc_client::Code;
+
+use crate::service::Service;
+use error::ApiError;
+
+/// The header a client names itself in (shows in logs).
+pub const CLIENT_NAME_HEADER: HeaderName = HeaderName::from_static("x-wasmrpc-client");
+
+/// Limits of the HTTP layer.
+#[derive(Debug, Clone)]
+pub struct HttpLimits {
+    /// Largest call request body.
+    pub max_request_bytes: usize,
+    /// Time a client may take to send a request's headers.
+    pub header_read_timeout: Duration,
+    /// Time a client may take to send a request's body.
+    pub body_read_timeout: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_request_bytes: 64 << 20,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What every handler gets.
+#[derive(Clone)]
+pub struct AppState {
+    /// The operations.
+    pub service: Arc<Service>,
+    /// HTTP limits.
+    pub limits: HttpLimits,
+}
+
+/// The application: every route of the native API with its layers.
+pub fn router(state: AppState) -> Router {
+    let body_timeout = state.limits.body_read_timeout;
+    Router::new()
+        .route("/v1/methods", get(methods::list))
+        .route(
+            "/v1/methods/{name}",
+            put(methods::register)
+                .get(methods::describe)
+                .delete(methods::delete),
+        )
+        .route("/v1/methods/{name}/call", post(methods::call))
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
+        .fallback(no_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(body_timeout))
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
+            let client = req
+                .headers()
+                .get(CLIENT_NAME_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("-");
+            tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), client)
+        }))
+        .with_state(state)
+}
+
+async fn no_route(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(Code::NotFound, format!("no route for {method} {}", uri.path()))
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        Code::Unimplemented,
+        format!("{method} is not supported on {}", uri.path()),
+    )
+}

@@ -1,0 +1,121 @@
+//! `deploy`, `list`, `call`, `delete`: thin wrappers over the client SDK.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use wasmrpc_client::Client;
+
+use super::ServerArgs;
+use super::args::parse_arg;
+use super::output;
+
+fn block_on<T>(fut: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?
+        .block_on(fut)
+}
+
+async fn connect(server: &ServerArgs) -> anyhow::Result<Client> {
+    Ok(Client::create_with_key(
+        "http",
+        &server.server,
+        "wasmrpc-cli",
+        Duration::from_secs(server.timeout_s),
+        server.key.as_deref(),
+    )
+    .await?)
+}
+
+pub fn deploy(
+    server: &ServerArgs,
+    name: &str,
+    file: &Path,
+    export: Option<&str>,
+) -> anyhow::Result<()> {
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    block_on(async {
+        let client = connect(server).await?;
+        let info = client.register(name, bytes, export).await?;
+        println!(
+            "registered {} version {} ({}, {} bytes)",
+            info.name, info.version, info.digest, info.size
+        );
+        println!("  {}", output::signature_line(&info.name, &info.signature));
+        Ok(())
+    })
+}
+
+pub fn list(server: &ServerArgs, json: bool) -> anyhow::Result<()> {
+    block_on(async {
+        let client = connect(server).await?;
+        let methods = client.list_registered_methods();
+        if json {
+            println!("{}", serde_json::to_string_pretty(&methods)?);
+            return Ok(());
+        }
+        if methods.is_empty() {
+            println!("no methods registered");
+        }
+        for m in methods {
+            println!(
+                "{}  (version {} of {:?})",
+                output::signature_line(&m.name, &m.signature),
+                m.version,
+                m.versions
+            );
+            let doc = m.signature.doc.trim();
+            if !doc.is_empty() {
+                println!("    {}", doc.replace('\n', "\n    "));
+            }
+        }
+        Ok(())
+    })
+}
+
+pub fn call(
+    server: &ServerArgs,
+    name: &str,
+    raw_args: &[String],
+    timeout_ms: u64,
+    version: Option<u32>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let args = raw_args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| parse_arg(a).with_context(|| format!("argument {i} `{a}`")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    block_on(async {
+        let client = connect(server).await?;
+        let timeout = Some(Duration::from_millis(timeout_ms));
+        let outputs = match version {
+            Some(v) => client.call_version(name, v, args, timeout).await?,
+            None => client.call_async(name, args, None, timeout).await?,
+        };
+        if json {
+            println!("{}", serde_json::to_string(&outputs)?);
+            return Ok(());
+        }
+        let names: Vec<String> = client
+            .method(name)
+            .map(|m| m.signature().outputs.iter().map(|s| s.name.clone()).collect())
+            .unwrap_or_default();
+        for (i, t) in outputs.iter().enumerate() {
+            let label = names.get(i).cloned().unwrap_or_else(|| format!("output_{i}"));
+            println!("{label}: {}", output::tensor_text(t));
+        }
+        Ok(())
+    })
+}
+
+pub fn delete(server: &ServerArgs, name: &str) -> anyhow::Result<()> {
+    block_on(async {
+        let client = connect(server).await?;
+        let versions = client.delete(name).await?;
+        println!("deleted {name} (versions {versions:?})");
+        Ok(())
+    })
+}

@@ -1,0 +1,125 @@
+//! The `wasmrpc` command line: `serve`, and the client commands `deploy`, `list`, `call`,
+//! `delete`, which use the client SDK.
+
+mod args;
+mod client_cmds;
+mod output;
+mod serve;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::ServeSettings;
+
+/// Host and call tensor functions compiled to WebAssembly components.
+#[derive(Debug, Parser)]
+#[command(name = "wasmrpc", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Where the client commands connect.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServerArgs {
+    /// Server address.
+    #[arg(long, env = "WASMRPC_SERVER", default_value = "http://127.0.0.1:8080")]
+    server: String,
+    /// API key (sent as `Authorization: Bearer KEY`).
+    #[arg(long, env = "WASMRPC_KEY", hide_env_values = true)]
+    key: Option<String>,
+    /// Seconds to wait for the server.
+    #[arg(long, default_value_t = 30)]
+    timeout_s: u64,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the server (prints the address it listens on).
+    Serve {
+        /// TOML file of settings (flags and WASMRPC_* variables override it).
+        #[arg(long, env = "WASMRPC_CONFIG")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        settings: ServeSettings,
+    },
+    /// Register a component under NAME (a new version if NAME exists).
+    Deploy {
+        /// Name to register the method under.
+        name: String,
+        /// The component (.wasm built for wasm32-wasip2).
+        file: PathBuf,
+        /// Which method of a multi-method component NAME calls.
+        #[arg(long)]
+        export: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List registered methods with their signatures.
+    List {
+        /// Print the server's JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Call a method: each ARG is `dtype:values` (`int32:[1,2]`, `float32:[[1,2],[3,4]]`,
+    /// `float64:2.5`, `string:["a","b"]`) or a JSON tensor.
+    Call {
+        /// Method name.
+        name: String,
+        /// Arguments, in order.
+        args: Vec<String>,
+        /// Deadline in milliseconds (0: the server's default).
+        #[arg(long, default_value_t = 0)]
+        timeout_ms: u64,
+        /// Call this version instead of the newest.
+        #[arg(long)]
+        version: Option<u32>,
+        /// Print the outputs as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Unregister every version of a method.
+    Delete {
+        /// Method name.
+        name: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+}
+
+/// Run the command line; the binary's `main` is only this.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve { config, settings } => serve::run(config, settings),
+        Command::Deploy {
+            name,
+            file,
+            export,
+            server,
+        } => client_cmds::deploy(&server, &name, &file, export.as_deref()),
+        Command::List { json, server } => client_cmds::list(&server, json),
+        Command::Call {
+            name,
+            args,
+            timeout_ms,
+            version,
+            json,
+            server,
+        } => client_cmds::call(&server, &name, &args, timeout_ms, version, json),
+        Command::Delete { name, server } => client_cmds::delete(&server, &name),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

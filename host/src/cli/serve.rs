@@ -1,0 +1,67 @@
+//! `wasmrpc serve`: set up tracing, resolve settings, bind, print the address, run until a signal.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use tracing_subscriber::EnvFilter;
+
+use crate::app::App;
+use crate::config::ServeSettings;
+
+pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_env("WASMRPC_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let settings = match &config_file {
+        Some(path) => flags.or(&ServeSettings::from_file(path)?),
+        None => flags,
+    };
+    let config = settings.resolve();
+    if !config.listen.ip().is_loopback() {
+        anyhow::bail!(
+            "refusing to listen on {} without authentication: this version serves one implicit \
+             tenant with no keys, so it only binds loopback addresses (e.g. --listen 127.0.0.1:8080)",
+            config.listen
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("wasmrpc-worker")
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let app = App::build(config.clone())?;
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("binding {}", config.listen))?;
+        let address = listener.local_addr()?;
+        println!("wasmrpc listening on http://{address}");
+        std::io::stdout().flush()?;
+        tracing::info!(%address, data_dir = %config.data_dir.display(), "serving");
+        app.run(listener, shutdown_signal()).await?;
+        Ok(())
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}

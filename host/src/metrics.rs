@@ -1,0 +1,147 @@
+//! Call counts and latency histograms per method, rendered in the Prometheus text format.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use wasmrpc_client::Code;
+
+/// Upper bounds of the latency buckets, in seconds.
+const BUCKETS: [f64; 14] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0, 30.0,
+];
+
+#[derive(Default)]
+struct MethodStats {
+    /// Calls by result: `OK` or the canonical code name.
+    results: BTreeMap<&'static str, u64>,
+    /// Cumulative counts per bucket, plus the `+Inf` bucket at the end.
+    buckets: [u64; BUCKETS.len() + 1],
+    sum_seconds: f64,
+}
+
+/// The server's metrics.
+#[derive(Default)]
+pub struct Metrics {
+    methods: Mutex<BTreeMap<(String, String), MethodStats>>,
+    registrations: Mutex<BTreeMap<String, u64>>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+/// Escape a label value for the text format.
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+impl Metrics {
+    /// Count one call of `method` with its result (`None` = OK) and latency.
+    pub fn record_call(&self, tenant: &str, method: &str, error: Option<Code>, latency: Duration) {
+        let mut methods = self.methods.lock().unwrap_or_else(|e| e.into_inner());
+        let stats = methods
+            .entry((tenant.to_owned(), method.to_owned()))
+            .or_default();
+        *stats
+            .results
+            .entry(error.map_or("OK", Code::as_str))
+            .or_default() += 1;
+        let secs = latency.as_secs_f64();
+        let bucket = BUCKETS
+            .iter()
+            .position(|&b| secs <= b)
+            .unwrap_or(BUCKETS.len());
+        stats.buckets[bucket] += 1;
+        stats.sum_seconds += secs;
+    }
+
+    /// Count one registration.
+    pub fn record_registration(&self, tenant: &str) {
+        let mut r = self.registrations.lock().unwrap_or_else(|e| e.into_inner());
+        *r.entry(tenant.to_owned()).or_default() += 1;
+    }
+
+    /// Calls counted so far for `method`, all results together.
+    pub fn calls(&self, tenant: &str, method: &str) -> u64 {
+        let methods = self.methods.lock().unwrap_or_else(|e| e.into_inner());
+        methods
+            .get(&(tenant.to_owned(), method.to_owned()))
+            .map_or(0, |s| s.results.values().sum())
+    }
+
+    /// Everything, in the Prometheus text exposition format.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let methods = self.methods.lock().unwrap_or_else(|e| e.into_inner());
+        out.push_str("# HELP wasmrpc_calls_total Method calls by result code.\n");
+        out.push_str("# TYPE wasmrpc_calls_total counter\n");
+        for ((tenant, method), stats) in methods.iter() {
+            for (code, n) in &stats.results {
+                let _ = writeln!(
+                    out,
+                    "wasmrpc_calls_total{{tenant=\"{}\",method=\"{}\",code=\"{code}\"}} {n}",
+                    label(tenant),
+                    label(method)
+                );
+            }
+        }
+        out.push_str("# HELP wasmrpc_call_duration_seconds Call latency, from arguments checked to outputs ready.\n");
+        out.push_str("# TYPE wasmrpc_call_duration_seconds histogram\n");
+        for ((tenant, method), stats) in methods.iter() {
+            let labels = format!("tenant=\"{}\",method=\"{}\"", label(tenant), label(method));
+            let mut cumulative = 0;
+            for (i, bound) in BUCKETS.iter().enumerate() {
+                cumulative += stats.buckets[i];
+                let _ = writeln!(
+                    out,
+                    "wasmrpc_call_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {cumulative}"
+                );
+            }
+            cumulative += stats.buckets[BUCKETS.len()];
+            let _ = writeln!(
+                out,
+                "wasmrpc_call_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {cumulative}"
+            );
+            let _ = writeln!(
+                out,
+                "wasmrpc_call_duration_seconds_sum{{{labels}}} {}",
+                stats.sum_seconds
+            );
+            let _ = writeln!(out, "wasmrpc_call_duration_seconds_count{{{labels}}} {cumulative}");
+        }
+        drop(methods);
+        let registrations = self.registrations.lock().unwrap_or_else(|e| e.into_inner());
+        out.push_str("# HELP wasmrpc_registrations_total Components registered since start.\n");
+        out.push_str("# TYPE wasmrpc_registrations_total counter\n");
+        for (tenant, n) in registrations.iter() {
+            let _ = writeln!(
+                out,
+                "wasmrpc_registrations_total{{tenant=\"{}\"}} {n}",
+                label(tenant)
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_are_counted_by_code_and_bucketed() {
+        let m = Metrics::default();
+        m.record_call("t", "add", None, Duration::from_micros(50));
+        m.record_call("t", "add", Some(Code::DeadlineExceeded), Duration::from_secs(2));
+        let text = m.render();
+        assert!(text.contains(r#"wasmrpc_calls_total{tenant="t",method="add",code="OK"} 1"#));
+        assert!(text.contains(r#"code="DEADLINE_EXCEEDED"} 1"#));
+        assert!(text.contains(r#"method="add",le="0.0001"} 1"#));
+        assert!(text.contains(r#"method="add",le="+Inf"} 2"#));
+        assert_eq!(m.calls("t", "add"), 2);
+    }
+}
