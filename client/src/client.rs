@@ -149,10 +149,22 @@ impl Client {
     /// # Errors
     /// UNAVAILABLE when the server cannot be reached, or its error.
     pub async fn refresh(&self) -> Result<(), Error> {
-        let body = self.inner.transport.send(Method::GET, "/v1/methods", None).await?;
+        let body = self
+            .inner
+            .transport
+            .send(Method::GET, "/v1/methods", None)
+            .await?;
         let list: MethodList = decode(&body)?;
-        let mut methods = self.inner.methods.write().unwrap_or_else(|e| e.into_inner());
-        *methods = list.methods.into_iter().map(|m| (m.name.clone(), m)).collect();
+        let mut methods = self
+            .inner
+            .methods
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        *methods = list
+            .methods
+            .into_iter()
+            .map(|m| (m.name.clone(), m))
+            .collect();
         Ok(())
     }
 
@@ -187,7 +199,11 @@ impl Client {
                     Code::NotFound,
                     format!(
                         "no method named `{name}` is registered; registered methods: {}",
-                        if names.is_empty() { "none".into() } else { names.join(", ") }
+                        if names.is_empty() {
+                            "none".into()
+                        } else {
+                            names.join(", ")
+                        }
                     ),
                 ))
             }
@@ -254,7 +270,8 @@ impl Client {
     ) -> Result<Vec<Tensor>, Error> {
         check_name(method_name)?;
         let timeout = timeout.unwrap_or(self.inner.default_timeout);
-        self.send_call(method_name, Some(version), args, timeout).await
+        self.send_call(method_name, Some(version), args, timeout)
+            .await
     }
 
     async fn send_call(
@@ -310,10 +327,18 @@ impl Client {
         let body = self
             .inner
             .transport
-            .send(Method::PUT, &path, Some((Bytes::from(component), "application/wasm")))
+            .send(
+                Method::PUT,
+                &path,
+                Some((Bytes::from(component), "application/wasm")),
+            )
             .await?;
         let info: MethodInfo = decode(&body)?;
-        let mut methods = self.inner.methods.write().unwrap_or_else(|e| e.into_inner());
+        let mut methods = self
+            .inner
+            .methods
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
         methods.insert(info.name.clone(), info.clone());
         Ok(info)
     }
@@ -348,7 +373,11 @@ impl Client {
             deleted_versions: Vec<u32>,
         }
         let deleted: Deleted = decode(&body)?;
-        let mut methods = self.inner.methods.write().unwrap_or_else(|e| e.into_inner());
+        let mut methods = self
+            .inner
+            .methods
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
         methods.remove(name);
         Ok(deleted.deleted_versions)
     }
@@ -395,7 +424,10 @@ fn check_outputs(specs: &[TensorSpec], outputs: &[Tensor]) -> Result<(), Error> 
         if let Some(why) = spec.mismatch(out) {
             return Err(Error::new(
                 Code::InvalidArgument,
-                format!("output {i} does not match output_specs[{i}] (`{}`): {why}", spec.name),
+                format!(
+                    "output {i} does not match output_specs[{i}] (`{}`): {why}",
+                    spec.name
+                ),
             ));
         }
     }
@@ -442,7 +474,9 @@ impl MethodHandle {
     /// INVALID_ARGUMENT for arguments off the signature (nothing sent), or the call's error.
     pub async fn call_blocking(&self, args: Vec<Tensor>) -> Result<Vec<Tensor>, Error> {
         self.check(&args)?;
-        self.client.call_async(&self.info.name, args, None, None).await
+        self.client
+            .call_async(&self.info.name, args, None, None)
+            .await
     }
 
     /// [`MethodHandle::call_blocking`] with an explicit timeout (`ZERO`: none).

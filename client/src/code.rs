@@ -87,7 +87,10 @@ impl Code {
 
     /// The gRPC number of the code (1 = CANCELLED … 16 = UNAUTHENTICATED).
     pub fn number(self) -> u8 {
-        Code::ALL.iter().position(|c| *c == self).map_or(2, |i| i as u8 + 1)
+        Code::ALL
+            .iter()
+            .position(|c| *c == self)
+            .map_or(2, |i| i as u8 + 1)
     }
 
     /// The HTTP status the native API answers with for this code.

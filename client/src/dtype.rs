@@ -128,7 +128,9 @@ impl fmt::Display for DType {
 
 /// The text was not a dtype name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown dtype `{0}`; expected one of bool, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16, bfloat16, float32, float64, string")]
+#[error(
+    "unknown dtype `{0}`; expected one of bool, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16, bfloat16, float32, float64, string"
+)]
 pub struct UnknownDType(pub String);
 
 impl FromStr for DType {

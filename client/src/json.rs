@@ -149,7 +149,8 @@ fn for_each_scalar(
             }
             _ => {
                 let start = i;
-                while i < bytes.len() && !matches!(bytes[i], b',' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+                while i < bytes.len()
+                    && !matches!(bytes[i], b',' | b']' | b' ' | b'\t' | b'\n' | b'\r')
                 {
                     i += 1;
                 }
@@ -202,7 +203,9 @@ impl Encoder {
                 push_string(&mut self.out, s.as_bytes());
             }
             (d, Scalar::Number(n)) if d.is_float() => {
-                let v: f64 = n.parse().map_err(|_| bad(&format!("`{n}` is not a number")))?;
+                let v: f64 = n
+                    .parse()
+                    .map_err(|_| bad(&format!("`{n}` is not a number")))?;
                 self.push_float(v, n).map_err(|m| bad(&m))?;
             }
             (d, Scalar::Str(lit)) if d.is_float() => {
@@ -262,8 +265,9 @@ impl Encoder {
         let out_of_range = || format!("{text} is out of range for {}", self.dtype);
         macro_rules! put {
             ($t:ty) => {
-                self.out
-                    .extend_from_slice(&<$t>::try_from(v).map_err(|_| out_of_range())?.to_le_bytes())
+                self.out.extend_from_slice(
+                    &<$t>::try_from(v).map_err(|_| out_of_range())?.to_le_bytes(),
+                )
             };
         }
         match self.dtype {
@@ -291,7 +295,9 @@ impl<'de> serde::Deserialize<'de> for Tensor {
 impl serde::Serialize for Tensor {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let strings = match self.dtype() {
-            DType::String => Some(split_strings(self.raw_data()).map_err(serde::ser::Error::custom)?),
+            DType::String => {
+                Some(split_strings(self.raw_data()).map_err(serde::ser::Error::custom)?)
+            }
             _ => None,
         };
         // Non-UTF-8 strings cannot be JSON strings; such a tensor travels as `data_b64` instead.
@@ -456,9 +462,15 @@ mod tests {
         let err = parse(r#"{"dtype":"int32","shape":[-2],"data":[]}"#).unwrap_err();
         assert!(matches!(err, TensorError::NegativeDimension { .. }));
         let huge = r#"{"dtype":"int32","shape":[4294967296,4294967296,16],"data":[1]}"#;
-        assert!(matches!(parse(huge).unwrap_err(), TensorError::ShapeOverflow { .. }));
+        assert!(matches!(
+            parse(huge).unwrap_err(),
+            TensorError::ShapeOverflow { .. }
+        ));
         let big = r#"{"dtype":"int32","shape":[1000000000000],"data":[1]}"#;
-        assert!(matches!(parse(big).unwrap_err(), TensorError::ElementCount { .. }));
+        assert!(matches!(
+            parse(big).unwrap_err(),
+            TensorError::ElementCount { .. }
+        ));
     }
 
     #[test]

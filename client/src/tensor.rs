@@ -173,11 +173,12 @@ impl Tensor {
         let count = element_count(&shape)?;
         match dtype.size() {
             Some(size) => {
-                let expected = count.checked_mul(size as u64).ok_or_else(|| {
-                    TensorError::ShapeOverflow {
-                        shape: shape.clone(),
-                    }
-                })?;
+                let expected =
+                    count
+                        .checked_mul(size as u64)
+                        .ok_or_else(|| TensorError::ShapeOverflow {
+                            shape: shape.clone(),
+                        })?;
                 if expected != data.len() as u64 {
                     return Err(TensorError::ByteLength {
                         dtype,
@@ -338,7 +339,14 @@ mod tests {
     #[test]
     fn from_vec_checks_the_element_count() {
         let err = Tensor::from_vec([2, 4], vec![0f32; 7]).unwrap_err();
-        assert!(matches!(err, TensorError::ElementCount { expected: 8, actual: 7, .. }));
+        assert!(matches!(
+            err,
+            TensorError::ElementCount {
+                expected: 8,
+                actual: 7,
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -42,12 +42,17 @@ impl Transport {
                 )
             })?;
         let name = HeaderValue::from_str(name).map_err(|_| {
-            Error::new(Code::InvalidArgument, format!("client name `{name}` is not a valid header value"))
+            Error::new(
+                Code::InvalidArgument,
+                format!("client name `{name}` is not a valid header value"),
+            )
         })?;
         let key = key
             .map(|k| HeaderValue::from_str(&format!("Bearer {k}")))
             .transpose()
-            .map_err(|_| Error::new(Code::InvalidArgument, "the key is not a valid header value"))?;
+            .map_err(|_| {
+                Error::new(Code::InvalidArgument, "the key is not a valid header value")
+            })?;
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         connector.set_connect_timeout(Some(Duration::from_secs(10)));
@@ -92,11 +97,17 @@ impl Transport {
         let req = req
             .header(header::CONTENT_TYPE, content_type)
             .body(Full::new(bytes))
-            .map_err(|e| Error::new(Code::InvalidArgument, format!("bad request for {uri}: {e}")))?;
+            .map_err(|e| {
+                Error::new(Code::InvalidArgument, format!("bad request for {uri}: {e}"))
+            })?;
         let response = self.http.request(req).await.map_err(|e| {
             Error::new(
                 Code::Unavailable,
-                format!("cannot reach the server at {}: {}", self.base, error_chain(&e)),
+                format!(
+                    "cannot reach the server at {}: {}",
+                    self.base,
+                    error_chain(&e)
+                ),
             )
         })?;
         let status = response.status();

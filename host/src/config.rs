@@ -74,10 +74,25 @@ impl ServeSettings {
     /// Fill every unset field from `lower` (a lower-precedence source).
     pub fn or(mut self, lower: &ServeSettings) -> ServeSettings {
         merge_fields!(
-            self, lower, listen, data_dir, default_deadline_ms, max_deadline_ms,
-            memory_per_call_mib, wasm_stack_kib, max_output_bytes, max_component_bytes,
-            max_request_bytes, max_concurrent_calls, max_queued_calls, guest_log_bytes,
-            compile_timeout_s, header_timeout_s, body_timeout_s, drain_timeout_s, pooling
+            self,
+            lower,
+            listen,
+            data_dir,
+            default_deadline_ms,
+            max_deadline_ms,
+            memory_per_call_mib,
+            wasm_stack_kib,
+            max_output_bytes,
+            max_component_bytes,
+            max_request_bytes,
+            max_concurrent_calls,
+            max_queued_calls,
+            guest_log_bytes,
+            compile_timeout_s,
+            header_timeout_s,
+            body_timeout_s,
+            drain_timeout_s,
+            pooling
         );
         self
     }

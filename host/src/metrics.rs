@@ -36,7 +36,9 @@ impl std::fmt::Debug for Metrics {
 
 /// Escape a label value for the text format.
 fn label(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 impl Metrics {
@@ -111,7 +113,10 @@ impl Metrics {
                 "wasmrpc_call_duration_seconds_sum{{{labels}}} {}",
                 stats.sum_seconds
             );
-            let _ = writeln!(out, "wasmrpc_call_duration_seconds_count{{{labels}}} {cumulative}");
+            let _ = writeln!(
+                out,
+                "wasmrpc_call_duration_seconds_count{{{labels}}} {cumulative}"
+            );
         }
         drop(methods);
         let registrations = self.registrations.lock().unwrap_or_else(|e| e.into_inner());
@@ -136,7 +141,12 @@ mod tests {
     fn calls_are_counted_by_code_and_bucketed() {
         let m = Metrics::default();
         m.record_call("t", "add", None, Duration::from_micros(50));
-        m.record_call("t", "add", Some(Code::DeadlineExceeded), Duration::from_secs(2));
+        m.record_call(
+            "t",
+            "add",
+            Some(Code::DeadlineExceeded),
+            Duration::from_secs(2),
+        );
         let text = m.render();
         assert!(text.contains(r#"wasmrpc_calls_total{tenant="t",method="add",code="OK"} 1"#));
         assert!(text.contains(r#"code="DEADLINE_EXCEEDED"} 1"#));

@@ -237,7 +237,11 @@ impl Service {
         let versions = blocking(move || {
             let mut by_name: std::collections::BTreeMap<String, Vec<Registration>> =
                 Default::default();
-            for r in registry.list_all()?.into_iter().filter(|r| r.tenant == tenant_owned) {
+            for r in registry
+                .list_all()?
+                .into_iter()
+                .filter(|r| r.tenant == tenant_owned)
+            {
                 by_name.entry(r.name.clone()).or_default().push(r);
             }
             Ok(by_name)
@@ -362,8 +366,12 @@ impl Service {
             }
         };
         let code = result.as_ref().err().map(|e| e.code);
-        self.metrics
-            .record_call(&registration.tenant, &registration.name, code, started.elapsed());
+        self.metrics.record_call(
+            &registration.tenant,
+            &registration.name,
+            code,
+            started.elapsed(),
+        );
         result
     }
 

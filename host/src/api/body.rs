@@ -14,7 +14,11 @@ use super::error::ApiError;
 ///
 /// # Errors
 /// 413 RESOURCE_EXHAUSTED over the limit; INVALID_ARGUMENT when the body cannot be read.
-pub async fn read_limited(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, ApiError> {
+pub async fn read_limited(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
     let declared = headers
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -24,7 +28,9 @@ pub async fn read_limited(headers: &HeaderMap, body: Body, limit: usize) -> Resu
     }
     match http_body_util::Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::body_too_large(limit)),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(ApiError::body_too_large(limit))
+        }
         Err(e) => {
             // axum wraps the limit error; look through the chain before calling it a read failure.
             let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e.as_ref());

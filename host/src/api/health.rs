@@ -1,9 +1,9 @@
 //! Liveness, readiness and metrics endpoints.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
-use axum::Json;
 use wasmrpc_client::Code;
 
 use super::AppState;
@@ -17,16 +17,25 @@ pub async fn healthz() -> impl IntoResponse {
 /// `GET /readyz`: the registry is loaded and every stored component was compiled.
 pub async fn readyz(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
     if state.service.is_ready() {
-        Ok((StatusCode::OK, Json(serde_json::json!({ "status": "ready" }))))
+        Ok((
+            StatusCode::OK,
+            Json(serde_json::json!({ "status": "ready" })),
+        ))
     } else {
-        Err(ApiError::new(Code::Unavailable, "the registry is still loading"))
+        Err(ApiError::new(
+            Code::Unavailable,
+            "the registry is still loading",
+        ))
     }
 }
 
 /// `GET /metrics`: Prometheus text format.
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         state.service.metrics().render(),
     )
 }

@@ -68,7 +68,10 @@ pub async fn describe(
     Path(name): Path<String>,
     Query(query): Query<VersionQuery>,
 ) -> Result<Response, ApiError> {
-    let info = state.service.describe(&tenant, &name, query.version).await?;
+    let info = state
+        .service
+        .describe(&tenant, &name, query.version)
+        .await?;
     Ok(Json(info).into_response())
 }
 
@@ -126,8 +129,7 @@ pub async fn call(
     let timeout = Duration::from_millis(request.timeout_ms);
     drop(request);
     let outputs = state.service.invoke(&method, args, timeout).await?;
-    let body = serde_json::to_vec(&CallResponse { outputs }).map_err(|e| {
-        ApiError::new(Code::Internal, format!("encoding the outputs failed: {e}"))
-    })?;
+    let body = serde_json::to_vec(&CallResponse { outputs })
+        .map_err(|e| ApiError::new(Code::Internal, format!("encoding the outputs failed: {e}")))?;
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }

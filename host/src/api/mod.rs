@@ -70,7 +70,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(body_timeout))
-        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
+        .layer(TraceLayer::new_for_http().on_failure(()).make_span_with(|req: &Request| {
             let client = req
                 .headers()
                 .get(CLIENT_NAME_HEADER)
@@ -82,7 +82,10 @@ pub fn router(state: AppState) -> Router {
 }
 
 async fn no_route(method: Method, uri: Uri) -> ApiError {
-    ApiError::new(Code::NotFound, format!("no route for {method} {}", uri.path()))
+    ApiError::new(
+        Code::NotFound,
+        format!("no route for {method} {}", uri.path()),
+    )
 }
 
 async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {

@@ -61,9 +61,19 @@ mod tests {
 
     #[test]
     fn bad_short_forms_say_why() {
-        assert!(parse_arg("int32:[[1],[2,3]]").unwrap_err().to_string().contains("ragged"));
+        assert!(
+            parse_arg("int32:[[1],[2,3]]")
+                .unwrap_err()
+                .to_string()
+                .contains("ragged")
+        );
         assert!(parse_arg("int33:[1]").is_err());
-        assert!(parse_arg("int8:[300]").unwrap_err().to_string().contains("300"));
+        assert!(
+            parse_arg("int8:[300]")
+                .unwrap_err()
+                .to_string()
+                .contains("300")
+        );
         assert!(parse_arg("[1,2]").is_err());
     }
 }

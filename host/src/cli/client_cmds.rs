@@ -101,10 +101,19 @@ pub fn call(
         }
         let names: Vec<String> = client
             .method(name)
-            .map(|m| m.signature().outputs.iter().map(|s| s.name.clone()).collect())
+            .map(|m| {
+                m.signature()
+                    .outputs
+                    .iter()
+                    .map(|s| s.name.clone())
+                    .collect()
+            })
             .unwrap_or_default();
         for (i, t) in outputs.iter().enumerate() {
-            let label = names.get(i).cloned().unwrap_or_else(|| format!("output_{i}"));
+            let label = names
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| format!("output_{i}"));
             println!("{label}: {}", output::tensor_text(t));
         }
         Ok(())

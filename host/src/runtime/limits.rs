@@ -100,7 +100,10 @@ mod tests {
     fn memories_share_one_budget() {
         let mut l = CallLimiter::new(100, 10, 1, 1, 4);
         assert!(l.memory_growing(0, 60, None).unwrap());
-        assert!(!l.memory_growing(0, 60, None).unwrap(), "second memory must draw on the sum");
+        assert!(
+            !l.memory_growing(0, 60, None).unwrap(),
+            "second memory must draw on the sum"
+        );
         assert!(l.memory_exceeded);
         assert!(l.memory_growing(0, 40, None).unwrap());
         assert_eq!(l.memory_used(), 100);

@@ -22,9 +22,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
+use wasmrpc_client::{Code, MethodSignature, Tensor};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store, UpdateDeadline};
-use wasmrpc_client::{Code, MethodSignature, Tensor};
 
 pub use config::{EPOCH_TICK, RuntimeConfig};
 pub use failure::GuestFailure;
@@ -261,8 +261,11 @@ impl Runtime {
             .into_iter()
             .enumerate()
             .map(|(i, t)| {
-                convert::tensor_from_wit(t)
-                    .map_err(|e| bad(format!("method `{method}` returned a malformed output {i}: {e}")))
+                convert::tensor_from_wit(t).map_err(|e| {
+                    bad(format!(
+                        "method `{method}` returned a malformed output {i}: {e}"
+                    ))
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         if let Some(sig) = module.signature(method) {
@@ -305,7 +308,9 @@ impl Runtime {
         self.waiting.fetch_sub(1, Ordering::SeqCst);
         match acquired {
             Ok(Ok(permit)) => Ok(permit),
-            Ok(Err(_)) => Err(GuestFailure::Capacity("the runtime is shutting down".into())),
+            Ok(Err(_)) => Err(GuestFailure::Capacity(
+                "the runtime is shutting down".into(),
+            )),
             Err(_) => Err(GuestFailure::Deadline {
                 deadline_ms: deadline.as_millis() as u64,
             }),
@@ -348,7 +353,10 @@ impl Runtime {
     ) -> GuestFailure {
         let state = store.data();
         if error.is::<DeadlinePassed>()
-            || matches!(error.downcast_ref::<wasmtime::Trap>(), Some(wasmtime::Trap::Interrupt))
+            || matches!(
+                error.downcast_ref::<wasmtime::Trap>(),
+                Some(wasmtime::Trap::Interrupt)
+            )
         {
             return GuestFailure::Deadline {
                 deadline_ms: deadline.as_millis() as u64,

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
+use wasmrpc_client::{Code, MethodSignature};
 use wasmtime::Engine;
 use wasmtime::component::Component;
-use wasmrpc_client::{Code, MethodSignature};
 
 use super::GuestFailure;
 use super::imports;
@@ -27,7 +27,9 @@ pub enum UploadError {
     #[error("the upload is not WebAssembly (it does not start with the `\\0asm` magic)")]
     NotWasm,
     /// A precompiled native artifact (`.cwasm`), which the server never accepts.
-    #[error("the upload is a precompiled native artifact (.cwasm); upload the .wasm component instead")]
+    #[error(
+        "the upload is a precompiled native artifact (.cwasm); upload the .wasm component instead"
+    )]
     Precompiled,
     /// A core module instead of a component.
     #[error(
@@ -37,9 +39,9 @@ pub enum UploadError {
     /// Malformed or invalid wasm.
     #[error("the component is invalid: {0}")]
     Invalid(String),
-    /// Imports something outside the allow-list.
-    #[error("the component imports `{0}`, which this server does not provide; a function gets no filesystem, network or other host access")]
-    ForbiddenImport(String),
+    /// Imports something outside the allow-list (every such import, named).
+    #[error("the component imports {}, which this server does not provide; a function gets no filesystem, network, clock or other host access", quoted(.0))]
+    ForbiddenImports(Vec<String>),
     /// Does not implement the `wasmrpc:tensor` world.
     #[error("the component does not implement the `wasmrpc:tensor/method@0.1.0` exports: {0}")]
     WrongWorld(String),
@@ -107,15 +109,28 @@ pub fn check_bytes(bytes: &[u8], limit: usize) -> Result<(), UploadError> {
     Ok(())
 }
 
-/// Refuse any import outside the allow-list, naming the first one found.
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Refuse any import outside the allow-list, naming every one.
 pub fn check_imports(component: &Component, engine: &Engine) -> Result<(), UploadError> {
     let ty = component.component_type();
-    for (name, _) in ty.imports(engine) {
-        if !imports::is_allowed(name) {
-            return Err(UploadError::ForbiddenImport(name.to_owned()));
-        }
+    let forbidden: Vec<String> = ty
+        .imports(engine)
+        .map(|(name, _)| name)
+        .filter(|name| !imports::is_allowed(name))
+        .map(str::to_owned)
+        .collect();
+    if forbidden.is_empty() {
+        Ok(())
+    } else {
+        Err(UploadError::ForbiddenImports(forbidden))
     }
-    Ok(())
 }
 
 /// The most methods one component may export.
@@ -158,9 +173,18 @@ mod tests {
     #[test]
     fn bytes_are_classified_before_compiling() {
         assert!(matches!(check_bytes(b"", 10), Err(UploadError::Empty)));
-        assert!(matches!(check_bytes(b"hello world", 100), Err(UploadError::NotWasm)));
-        assert!(matches!(check_bytes(b"\x7fELF\x02\x01", 100), Err(UploadError::Precompiled)));
-        assert!(matches!(check_bytes(&CORE_PREAMBLE, 100), Err(UploadError::CoreModule)));
+        assert!(matches!(
+            check_bytes(b"hello world", 100),
+            Err(UploadError::NotWasm)
+        ));
+        assert!(matches!(
+            check_bytes(b"\x7fELF\x02\x01", 100),
+            Err(UploadError::Precompiled)
+        ));
+        assert!(matches!(
+            check_bytes(&CORE_PREAMBLE, 100),
+            Err(UploadError::CoreModule)
+        ));
         assert!(matches!(
             check_bytes(&[0u8; 101], 100),
             Err(UploadError::TooLarge { size: 101, .. })

@@ -9,7 +9,7 @@
 //! | `unreachable` | executes `unreachable` | INTERNAL |
 //! | `divide_by_zero` | divides an integer by a zero it cannot see coming (a Rust panic) | INTERNAL |
 //! | `panic` | `panic!("guest panicked on purpose")` | INTERNAL |
-//! | `huge_output` | returns a float32 tensor of shape `[64 Mi]` (256 MiB) | RESOURCE_EXHAUSTED |
+//! | `huge_output` | returns `x[0]` MiB of float32 zeros (256 MiB when `x` is 0 or empty) | RESOURCE_EXHAUSTED past the output cap |
 //! | `log_flood` | logs 100 000 lines of 1 KiB, prints as many to stdout and stderr, returns `x` | `x`, logs capped |
 //! | `fail` | returns `failed-precondition` | FAILED_PRECONDITION |
 //! | `echo` | returns `x` | `x`: the component still works |
@@ -92,15 +92,20 @@ pub fn panic(x: Tensor<f32>) -> Tensor<f32> {
     panic!("guest panicked on purpose")
 }
 
-/// Elements of `huge_output`'s result: 64 Mi float32, 256 MiB.
-const HUGE_ELEMENTS: usize = 64 * 1024 * 1024;
+/// Size of `huge_output`'s result when `x` does not give one: 256 MiB.
+const DEFAULT_HUGE_MIB: usize = 256;
 
-/// Returns a float32 tensor of shape `[67108864]` (256 MiB of data), or `resource-exhausted` if it
-/// cannot even allocate it.
+/// Returns `x[0]` MiB (default 256 MiB) of float32 zeros, or `resource-exhausted` if it cannot
+/// even allocate them.
 #[wasmrpc_guest::method]
 pub fn huge_output(x: Tensor<f32>) -> Result<Tensor<f32>, Error> {
-    black_box(&x);
-    Tensor::zeros([HUGE_ELEMENTS])
+    let mib = x
+        .as_slice()
+        .first()
+        .map(|&v| v as usize)
+        .filter(|&n| n > 0)
+        .unwrap_or(DEFAULT_HUGE_MIB);
+    Tensor::zeros([mib * 1024 * 1024 / 4])
 }
 
 /// Lines `log_flood` writes to each of log, stdout and stderr.

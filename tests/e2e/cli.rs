@@ -1,0 +1,71 @@
+//! The `wasmrpc` client commands against a running server.
+
+use std::process::Command;
+
+use crate::support::{TestServer, guest};
+
+fn wasmrpc(server: &TestServer, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmrpc"))
+        .args(args)
+        .args(["--server", &server.url])
+        .output()
+        .expect("running wasmrpc");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn deploy_list_call_and_delete_from_the_command_line() {
+    let server = TestServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("matmul.wasm");
+    std::fs::write(&file, guest("example-matmul")).unwrap();
+
+    let (ok, out, err) = wasmrpc(&server, &["deploy", "matmul", file.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("registered matmul version 1"), "{out}");
+
+    let (ok, out, err) = wasmrpc(&server, &["list"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("matmul(a: float32[?, ?], b: float32[?, ?])"),
+        "{out}"
+    );
+
+    let (ok, out, err) = wasmrpc(
+        &server,
+        &[
+            "call",
+            "matmul",
+            "float32:[[1,2],[3,4]]",
+            "float32:[[1,0],[0,1]]",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "output: float32[2, 2] [[1.0,2.0],[3.0,4.0]]");
+
+    let (ok, _, err) = wasmrpc(&server, &["call", "matmul", "int32:[1]", "int32:[1]"]);
+    assert!(!ok);
+    assert!(err.contains("INVALID_ARGUMENT"), "{err}");
+
+    let (ok, out, err) = wasmrpc(&server, &["delete", "matmul"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("deleted matmul"), "{out}");
+    let (ok, _, err) = wasmrpc(&server, &["delete", "matmul"]);
+    assert!(!ok);
+    assert!(err.contains("NOT_FOUND"), "{err}");
+}
+
+#[test]
+fn serve_refuses_a_non_loopback_address_without_auth() {
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmrpc"))
+        .args(["serve", "--listen", "0.0.0.0:0", "--data-dir"])
+        .arg(tempfile::tempdir().unwrap().path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("refusing"));
+}

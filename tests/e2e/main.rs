@@ -1,0 +1,11 @@
+//! End-to-end tests: the real `wasmrpc` binary on a loopback port, real HTTP, and real guest
+//! components built from source. One test binary so the guests are built once.
+
+mod support;
+
+mod cli;
+mod examples;
+mod registry;
+mod requests;
+mod sandbox;
+mod uploads;

@@ -1,0 +1,135 @@
+//! Versions, deletion, and persistence across restarts and `kill -9`.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+
+use crate::support::{TestServer, guest, outputs, register, tensor};
+
+fn add_args() -> serde_json::Value {
+    json!([
+        tensor("int32", &[1], json!([2])),
+        tensor("int32", &[1], json!([3]))
+    ])
+}
+
+#[test]
+fn reregistering_creates_a_new_version_and_versions_can_be_pinned() {
+    let server = TestServer::start(&[]);
+    let http = server.http();
+    let bytes = guest("example-add");
+    let first = http.put("/v1/methods/plus?export=add", &bytes);
+    assert_eq!(first.status, 201);
+    assert_eq!(first.json()["version"], 1);
+    let second = http.put("/v1/methods/plus?export=add_int64", &bytes);
+    assert_eq!(second.status, 200);
+    assert_eq!(second.json()["version"], 2);
+    assert_eq!(second.json()["versions"], json!([1, 2]));
+
+    let info = http.get("/v1/methods/plus").json();
+    assert_eq!(info["version"], 2);
+    assert_eq!(info["export"], "add_int64");
+    assert_eq!(info["size"], bytes.len());
+    assert!(info["created_ms"].as_u64().unwrap() > 1_600_000_000_000);
+    let v1 = http.get("/v1/methods/plus?version=1").json();
+    assert_eq!(v1["export"], "add");
+
+    // Version 1 takes int32, version 2 (the newest) int64.
+    let r = http.post_json(
+        "/v1/methods/plus/call?version=1",
+        &json!({ "args": add_args() }),
+    );
+    assert_eq!(outputs(&r)[0], tensor("int32", &[1], json!([5])));
+    let r = http.call("plus", add_args(), 0);
+    assert_eq!(r.code(), "INVALID_ARGUMENT", "{}", r.message());
+    let r = http.get("/v1/methods/plus?version=7");
+    assert_eq!(r.status, 404);
+    assert!(r.message().contains("version 7"), "{}", r.message());
+}
+
+#[test]
+fn deleting_removes_every_version() {
+    let server = TestServer::start(&[]);
+    let http = server.http();
+    register(&http, "add", "example-add", Some("add"));
+    register(&http, "add", "example-add", Some("add"));
+    let r = http.delete("/v1/methods/add");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["deleted_versions"], json!([1, 2]));
+    assert_eq!(http.get("/v1/methods/add").code(), "NOT_FOUND");
+    assert_eq!(http.call("add", add_args(), 0).code(), "NOT_FOUND");
+    assert_eq!(http.delete("/v1/methods/add").status, 404);
+    assert_eq!(http.get("/v1/methods").json()["methods"], json!([]));
+    // The name starts again at version 1.
+    assert_eq!(
+        register(&http, "add", "example-add", Some("add"))["version"],
+        1
+    );
+}
+
+#[test]
+fn methods_survive_a_restart_and_a_kill_9() {
+    let mut server = TestServer::start(&[]);
+    let http = server.http();
+    register(&http, "add", "example-add", Some("add"));
+    register(&http, "upper", "example-strings", Some("upper"));
+    server.kill9_and_restart();
+    let http = server.http();
+    let names: Vec<String> = http.get("/v1/methods").json()["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["add", "upper"]);
+    assert_eq!(
+        outputs(&http.call("add", add_args(), 0))[0],
+        tensor("int32", &[1], json!([5]))
+    );
+}
+
+#[test]
+fn every_acknowledged_upload_survives_kill_9_during_concurrent_uploads() {
+    let mut server = TestServer::start(&[]);
+    let bytes = Arc::new(guest("example-add"));
+    for round in 0..2 {
+        let acknowledged = Arc::new(Mutex::new(Vec::new()));
+        let http = server.http();
+        let threads: Vec<_> = (0..16)
+            .map(|i| {
+                let (http, bytes, acked) = (http.clone(), bytes.clone(), acknowledged.clone());
+                std::thread::spawn(move || {
+                    let name = format!("r{round}-m{i}");
+                    if let Ok(r) = http.try_request(
+                        "PUT",
+                        &format!("/v1/methods/{name}?export=add"),
+                        Some(&bytes),
+                    ) && r.status == 201
+                    {
+                        acked.lock().unwrap().push(name);
+                    }
+                })
+            })
+            .collect();
+        // Kill while uploads are in flight: as soon as the first is acknowledged.
+        while acknowledged.lock().unwrap().is_empty() {
+            std::thread::yield_now();
+        }
+        server.kill9_and_restart();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let http = server.http();
+        for name in acknowledged.lock().unwrap().iter() {
+            let r = http.call(name, add_args(), 0);
+            assert_eq!(
+                outputs(&r)[0],
+                tensor("int32", &[1], json!([5])),
+                "acknowledged {name} lost after kill -9"
+            );
+        }
+        let blobs = server.data_dir().join("blobs/tmp");
+        let leftovers = std::fs::read_dir(&blobs).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(leftovers, 0, "temp files left in {}", blobs.display());
+    }
+}

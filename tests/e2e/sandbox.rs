@@ -1,0 +1,227 @@
+//! Guests that misbehave: each gets its canonical code, and the server keeps serving.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::{Http, TestServer, outputs, register, scalar_f32};
+
+/// A server with small limits so the bombs go off quickly.
+fn hostile_server() -> TestServer {
+    let server = TestServer::start(&[
+        "--memory-per-call-mib",
+        "64",
+        "--max-output-bytes",
+        "1048576",
+        "--default-deadline-ms",
+        "5000",
+    ]);
+    register(&server.http(), "hostile", "guest-hostile", Some("echo"));
+    for m in [
+        "spin",
+        "memory_bomb",
+        "recurse",
+        "unreachable",
+        "divide_by_zero",
+        "panic",
+        "huge_output",
+        "log_flood",
+        "fail",
+        "write_marker",
+        "scan_marker",
+    ] {
+        register(&server.http(), m, "guest-hostile", Some(m));
+    }
+    server
+}
+
+/// The server answers health checks quickly and the healthy method still works.
+fn assert_still_serving(http: &Http) {
+    let started = Instant::now();
+    assert_eq!(http.get("/healthz").status, 200);
+    // The battery asks for 100 ms; a debug build on a loaded 2-core CI machine gets slack.
+    assert!(
+        started.elapsed() < Duration::from_millis(1000),
+        "{:?}",
+        started.elapsed()
+    );
+    let r = http.call("hostile", json!([scalar_f32(1.5)]), 0);
+    assert_eq!(outputs(&r)[0], scalar_f32(1.5));
+}
+
+fn call(http: &Http, name: &str, arg: f32, timeout_ms: u64) -> crate::support::http::Response {
+    http.call(name, json!([scalar_f32(arg)]), timeout_ms)
+}
+
+#[test]
+fn an_infinite_loop_is_stopped_at_its_deadline_while_other_calls_run() {
+    let server = hostile_server();
+    let http = server.http();
+    let deadline_ms = 500;
+    let healthy = {
+        let http = http.clone();
+        std::thread::spawn(move || {
+            let mut ok = 0;
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_millis(400) {
+                let r = http.call("hostile", json!([scalar_f32(2.0)]), 0);
+                assert_eq!(r.status, 200);
+                ok += 1;
+            }
+            ok
+        })
+    };
+    let started = Instant::now();
+    let r = call(&http, "spin", 0.0, deadline_ms);
+    let took = started.elapsed();
+    assert_eq!(r.status, 504, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.code(), "DEADLINE_EXCEEDED");
+    assert!(took >= Duration::from_millis(deadline_ms), "{took:?}");
+    // deadline + 2 ticks + 50 ms in the battery; generous here for a debug build on shared CI.
+    assert!(
+        took < Duration::from_millis(deadline_ms + 20 + 50 + 500),
+        "{took:?}"
+    );
+    assert!(
+        healthy.join().unwrap() > 0,
+        "healthy calls made no progress"
+    );
+    assert_still_serving(&http);
+}
+
+#[test]
+fn more_spinning_calls_than_worker_threads_do_not_block_the_server() {
+    let server = hostile_server();
+    let http = server.http();
+    let spinners: Vec<_> = (0..8)
+        .map(|_| {
+            let http = http.clone();
+            std::thread::spawn(move || call(&http, "spin", 0.0, 1500).code())
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_still_serving(&http);
+    for s in spinners {
+        assert_eq!(s.join().unwrap(), "DEADLINE_EXCEEDED");
+    }
+    assert_still_serving(&http);
+}
+
+#[test]
+fn a_memory_bomb_is_resource_exhausted() {
+    let server = hostile_server();
+    let http = server.http();
+    let r = call(&http, "memory_bomb", 0.0, 0);
+    assert_eq!(r.status, 429, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.code(), "RESOURCE_EXHAUSTED");
+    assert!(r.message().contains("memory"), "{}", r.message());
+    assert_still_serving(&http);
+}
+
+#[test]
+fn traps_are_internal_with_their_reason_and_the_next_call_works() {
+    let server = hostile_server();
+    let http = server.http();
+    for (method, reason) in [
+        ("unreachable", "unreachable"),
+        ("divide_by_zero", "divide by zero"),
+        ("panic", "guest panicked on purpose"),
+        ("recurse", ""),
+    ] {
+        let r = call(&http, method, 0.0, 0);
+        assert_eq!(
+            r.status,
+            500,
+            "{method}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        assert_eq!(r.code(), "INTERNAL", "{method}");
+        assert!(
+            r.message().contains(reason),
+            "{method}: expected `{reason}` in {}",
+            r.message()
+        );
+        assert_still_serving(&http);
+    }
+}
+
+#[test]
+fn a_huge_output_is_refused_before_it_is_serialised() {
+    let server = hostile_server();
+    let http = server.http();
+    // 2 MiB of output against a 1 MiB cap.
+    let r = call(&http, "huge_output", 2.0, 0);
+    assert_eq!(r.code(), "RESOURCE_EXHAUSTED", "{}", r.message());
+    assert!(r.message().contains("output"), "{}", r.message());
+    // 256 MiB cannot even be allocated under the 64 MiB memory cap.
+    let r = call(&http, "huge_output", 0.0, 0);
+    assert_eq!(r.code(), "RESOURCE_EXHAUSTED", "{}", r.message());
+    assert_still_serving(&http);
+}
+
+#[test]
+fn a_guest_error_keeps_its_code() {
+    let server = hostile_server();
+    let r = call(&server.http(), "fail", 0.0, 0);
+    assert_eq!(r.status, 400);
+    assert_eq!(r.code(), "FAILED_PRECONDITION");
+    assert!(r.message().contains("on purpose"), "{}", r.message());
+}
+
+#[test]
+fn a_log_flood_is_capped_and_the_call_still_succeeds() {
+    let server = hostile_server();
+    let http = server.http();
+    let r = call(&http, "log_flood", 3.0, 30_000);
+    assert_eq!(outputs(&r)[0], scalar_f32(3.0));
+    assert_still_serving(&http);
+}
+
+#[test]
+fn a_fresh_instance_never_sees_a_previous_calls_memory() {
+    let server = hostile_server();
+    let http = server.http();
+    for _ in 0..3 {
+        outputs(&call(&http, "write_marker", 0.0, 0));
+        let r = call(&http, "scan_marker", 0.0, 0);
+        assert_eq!(
+            outputs(&r)[0]["data"],
+            json!([0]),
+            "marker leaked between calls"
+        );
+    }
+}
+
+#[test]
+fn sigterm_lets_in_flight_calls_finish_and_then_exits() {
+    let mut server = hostile_server();
+    let http = server.http();
+    let in_flight = {
+        let http = http.clone();
+        std::thread::spawn(move || {
+            http.try_request(
+                "POST",
+                "/v1/methods/spin/call",
+                Some(
+                    json!({ "args": [scalar_f32(0.0)], "timeout_ms": 1000 })
+                        .to_string()
+                        .as_bytes(),
+                ),
+            )
+        })
+    };
+    // Let the call reach the guest before the signal.
+    std::thread::sleep(Duration::from_millis(300));
+    let took = server.terminate();
+    let answer = in_flight
+        .join()
+        .unwrap()
+        .expect("the in-flight call got an answer");
+    assert_eq!(answer.code(), "DEADLINE_EXCEEDED");
+    assert!(took < Duration::from_secs(10), "exit took {took:?}");
+    let authority = server.url.trim_start_matches("http://").to_owned();
+    assert!(
+        std::net::TcpStream::connect(authority).is_err(),
+        "new connections are refused after shutdown"
+    );
+}

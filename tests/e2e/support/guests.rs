@@ -1,0 +1,75 @@
+//! Building the guest components from source, once per test process.
+//!
+//! Runs `cargo build --profile guest --target wasm32-wasip2` for every example and hostile guest
+//! into `target/guests`; cargo's own lock serialises concurrent test processes, and a no-op
+//! rebuild takes well under a second.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// Every guest package the suite uses.
+pub const PACKAGES: &[&str] = &[
+    "example-add",
+    "example-matmul",
+    "example-softmax",
+    "example-strings",
+    "example-linalg",
+    "guest-hostile",
+    "guest-forbidden-fs",
+    "guest-forbidden-net",
+];
+
+fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("host/ has a parent")
+        .to_path_buf()
+}
+
+fn build_all() -> PathBuf {
+    let root = workspace_root();
+    let target_dir = root.join("target/guests");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&root)
+        .args([
+            "build",
+            "--quiet",
+            "--profile",
+            "guest",
+            "--target",
+            "wasm32-wasip2",
+        ])
+        .arg("--target-dir")
+        .arg(&target_dir);
+    for p in PACKAGES {
+        cmd.args(["-p", p]);
+    }
+    // The outer build's flags are for the host; the guests get none of them.
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTC_WRAPPER",
+        "CARGO_TARGET_DIR",
+    ] {
+        cmd.env_remove(var);
+    }
+    let status = cmd.status().expect("running cargo to build the guests");
+    assert!(
+        status.success(),
+        "building the guest components failed; is the target installed? \
+         run `rustup target add wasm32-wasip2`"
+    );
+    target_dir.join("wasm32-wasip2/guest")
+}
+
+/// The bytes of a guest component, e.g. `guest("example-add")`.
+pub fn guest(package: &str) -> Vec<u8> {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(build_all);
+    let file = dir.join(format!("{}.wasm", package.replace('-', "_")));
+    std::fs::read(&file).unwrap_or_else(|e| panic!("reading {}: {e}", file.display()))
+}

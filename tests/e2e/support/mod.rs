@@ -1,0 +1,48 @@
+//! Shared pieces of the end-to-end suite: guests built from source, the real server, raw HTTP.
+
+pub mod guests;
+pub mod http;
+pub mod server;
+
+pub use guests::guest;
+pub use http::Http;
+pub use server::TestServer;
+
+use serde_json::{Value, json};
+
+/// A JSON tensor.
+pub fn tensor(dtype: &str, shape: &[u64], data: Value) -> Value {
+    json!({ "dtype": dtype, "shape": shape, "data": data })
+}
+
+/// A float32 scalar, the argument every hostile method takes.
+pub fn scalar_f32(v: f32) -> Value {
+    tensor("float32", &[], json!([v]))
+}
+
+/// Register `package`'s component as `name` (optionally one `export`); asserts success.
+pub fn register(http: &Http, name: &str, package: &str, export: Option<&str>) -> Value {
+    let path = match export {
+        Some(e) => format!("/v1/methods/{name}?export={e}"),
+        None => format!("/v1/methods/{name}"),
+    };
+    let r = http.put(&path, &guest(package));
+    assert!(
+        r.status == 200 || r.status == 201,
+        "registering {name}: {} {}",
+        r.status,
+        String::from_utf8_lossy(&r.body)
+    );
+    r.json()
+}
+
+/// The outputs of a successful call (panics with the error otherwise).
+pub fn outputs(r: &http::Response) -> Vec<Value> {
+    assert_eq!(
+        r.status,
+        200,
+        "call failed: {}",
+        String::from_utf8_lossy(&r.body)
+    );
+    r.json()["outputs"].as_array().cloned().unwrap_or_default()
+}

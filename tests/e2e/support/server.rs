@@ -1,0 +1,120 @@
+//! The real `wasmrpc` binary on a loopback port, with its own data directory.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::http::Http;
+
+/// A running server; killed when dropped.
+pub struct TestServer {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    data_dir: PathBuf,
+    _owned_dir: Option<tempfile::TempDir>,
+    extra: Vec<String>,
+}
+
+impl TestServer {
+    /// A server on a fresh data directory, with extra `serve` flags.
+    pub fn start(extra: &[&str]) -> TestServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data_dir = dir.path().to_path_buf();
+        let mut server = TestServer::start_in(&data_dir, extra);
+        server._owned_dir = Some(dir);
+        server
+    }
+
+    /// A server on an existing data directory.
+    pub fn start_in(data_dir: &Path, extra: &[&str]) -> TestServer {
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wasmrpc"))
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .args(&extra)
+            // Quiet by default; WASMRPC_TEST_LOG=debug shows the servers' logs.
+            .env(
+                "WASMRPC_LOG",
+                std::env::var("WASMRPC_TEST_LOG").unwrap_or_else(|_| "off".into()),
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting wasmrpc serve");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("reading the listen line");
+        let url = line
+            .trim()
+            .strip_prefix("wasmrpc listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line from serve: {line:?}"))
+            .to_owned();
+        let server = TestServer {
+            child,
+            url,
+            data_dir: data_dir.to_path_buf(),
+            _owned_dir: None,
+            extra,
+        };
+        server.wait_ready();
+        server
+    }
+
+    fn wait_ready(&self) {
+        let http = Http::new(&self.url);
+        let started = Instant::now();
+        loop {
+            if let Ok((200, _)) = http.get_status("/readyz") {
+                return;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "server at {} never became ready",
+                self.url
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// An HTTP/1.1 helper for this server.
+    pub fn http(&self) -> Http {
+        Http::new(&self.url)
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// `kill -9` the process, and start a new one on the same data directory.
+    pub fn kill9_and_restart(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        let _ = self.child.wait();
+        let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
+        let mut fresh = TestServer::start_in(&self.data_dir.clone(), &extra);
+        // Adopt the new process; `fresh` then drops the dead one. The temp dir stays ours.
+        std::mem::swap(&mut self.child, &mut fresh.child);
+        std::mem::swap(&mut self.url, &mut fresh.url);
+    }
+
+    /// Send SIGTERM and wait for the process to exit; returns how long it took.
+    pub fn terminate(&mut self) -> Duration {
+        let started = Instant::now();
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let _ = self.child.wait();
+        started.elapsed()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
