@@ -495,14 +495,17 @@ impl MethodHandle {
     }
 }
 
+/// What a call ends with.
+type CallResult = Result<Vec<Tensor>, Error>;
+
 /// The pending result of a call: TF's `StatusOrResult`.
 ///
 /// `is_ok`, `get_error` and `get_value` wait for the call to complete; they may be called any
 /// number of times.
 #[derive(Debug)]
 pub struct StatusOrResult {
-    pending: Mutex<Option<oneshot::Receiver<Result<Vec<Tensor>, Error>>>>,
-    result: OnceCell<Result<Vec<Tensor>, Error>>,
+    pending: Mutex<Option<oneshot::Receiver<CallResult>>>,
+    result: OnceCell<CallResult>,
 }
 
 impl StatusOrResult {
