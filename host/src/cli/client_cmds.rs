@@ -34,10 +34,21 @@ pub fn deploy(
     name: &str,
     file: &Path,
     export: Option<&str>,
+    if_changed: bool,
 ) -> anyhow::Result<()> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     block_on(async {
         let client = connect(server).await?;
+        if if_changed {
+            let digest = crate::registry::Digest::of(&bytes).to_string();
+            if let Ok(current) = client.describe(name).await
+                && current.digest == digest
+                && export.is_none_or(|e| e == current.export)
+            {
+                println!("{name} is unchanged (version {}, {digest})", current.version);
+                return Ok(());
+            }
+        }
         let info = client.register(name, bytes, export).await?;
         println!(
             "registered {} version {} ({}, {} bytes)",

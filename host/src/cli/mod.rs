@@ -54,6 +54,9 @@ enum Command {
         /// Which method of a multi-method component NAME calls.
         #[arg(long)]
         export: Option<String>,
+        /// Skip the upload when the newest version already has these bytes (and export).
+        #[arg(long)]
+        if_changed: bool,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -102,8 +105,9 @@ pub fn main() -> ExitCode {
             name,
             file,
             export,
+            if_changed,
             server,
-        } => client_cmds::deploy(&server, &name, &file, export.as_deref()),
+        } => client_cmds::deploy(&server, &name, &file, export.as_deref(), if_changed),
         Command::List { json, server } => client_cmds::list(&server, json),
         Command::Call {
             name,

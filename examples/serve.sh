@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The main job: build the server and the example components, start the server on its embedded
+# default store, and register every example. Ctrl-C stops it.
+#
+#   bash examples/serve.sh                       # http://127.0.0.1:8080
+#   WASMRPC_LISTEN=127.0.0.1:9000 bash examples/serve.sh
+#
+# Extra arguments go to `wasmrpc serve` (see `wasmrpc serve --help`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rustup target add wasm32-wasip2
+cargo build --release -p wasmrpc-host
+guests=(example-add example-matmul example-softmax example-strings example-linalg)
+cargo build --profile guest --target wasm32-wasip2 --target-dir target/guests \
+    $(printf -- '-p %s ' "${guests[@]}")
+wasm=target/guests/wasm32-wasip2/guest
+wasmrpc=target/release/wasmrpc
+listen=${WASMRPC_LISTEN:-127.0.0.1:8080}
+export WASMRPC_SERVER="http://$listen"
+
+"$wasmrpc" serve --listen "$listen" "$@" &
+server=$!
+trap 'kill "$server" 2>/dev/null || true' INT TERM EXIT
+
+# Ready when the method list answers (the registry is loaded).
+for _ in $(seq 1 300); do
+    if "$wasmrpc" list >/dev/null 2>&1; then break; fi
+    kill -0 "$server" 2>/dev/null || { echo "the server exited" >&2; exit 1; }
+    sleep 0.1
+done
+
+deploy() { "$wasmrpc" deploy --if-changed "$@"; }
+deploy add "$wasm/example_add.wasm" --export add
+for dtype in int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 bfloat16 float32 float64; do
+    deploy "add_$dtype" "$wasm/example_add.wasm" --export "add_$dtype"
+done
+deploy matmul "$wasm/example_matmul.wasm"
+deploy softmax "$wasm/example_softmax.wasm"
+deploy upper "$wasm/example_strings.wasm" --export upper
+deploy length "$wasm/example_strings.wasm" --export length
+for m in transpose sum scale max; do
+    deploy "$m" "$wasm/example_linalg.wasm" --export "$m"
+done
+
+echo
+echo "examples registered; try:"
+echo "  curl -s $WASMRPC_SERVER/v1/methods"
+echo "  $wasmrpc call add 'int32:[1,2]' 'int32:[10,20]'"
+wait "$server"
