@@ -27,6 +27,14 @@ impl App {
     /// # Errors
     /// The data directory cannot be opened (or another server holds it), or the engine fails.
     pub fn build(config: ServerConfig) -> anyhow::Result<App> {
+        if !config.listen.ip().is_loopback() {
+            anyhow::bail!(
+                "refusing to listen on {} without authentication: this version serves one \
+                 implicit tenant with no keys, so it only binds loopback addresses \
+                 (e.g. 127.0.0.1:8080)",
+                config.listen
+            );
+        }
         let registry = LocalRegistry::open(&config.data_dir).map_err(|e| {
             anyhow::anyhow!("opening the store in {}: {e}", config.data_dir.display())
         })?;
@@ -45,7 +53,7 @@ impl App {
     /// # Errors
     /// Accepting connections failed for good.
     pub async fn run(
-        self,
+        &self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send,
     ) -> std::io::Result<()> {

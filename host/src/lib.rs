@@ -8,9 +8,12 @@ pub mod api;
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod embed;
 pub mod metrics;
 pub mod names;
 pub mod registry;
 pub mod runtime;
 pub mod server;
 pub mod service;
+
+pub use embed::{ComponentSource, Server};

@@ -4,6 +4,7 @@
 mod support;
 
 mod cli;
+mod embedded;
 mod examples;
 mod registry;
 mod requests;

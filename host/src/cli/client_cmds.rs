@@ -45,7 +45,10 @@ pub fn deploy(
                 && current.digest == digest
                 && export.is_none_or(|e| e == current.export)
             {
-                println!("{name} is unchanged (version {}, {digest})", current.version);
+                println!(
+                    "{name} is unchanged (version {}, {digest})",
+                    current.version
+                );
                 return Ok(());
             }
         }

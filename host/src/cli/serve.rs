@@ -21,13 +21,6 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
         None => flags,
     };
     let config = settings.resolve();
-    if !config.listen.ip().is_loopback() {
-        anyhow::bail!(
-            "refusing to listen on {} without authentication: this version serves one implicit \
-             tenant with no keys, so it only binds loopback addresses (e.g. --listen 127.0.0.1:8080)",
-            config.listen
-        );
-    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("wasmrpc-worker")
