@@ -1,0 +1,186 @@
+//! Side-by-side benchmark: wasmrpc's sandboxed calls against native baselines, in one run.
+//!
+//! `cargo bench -p wasmrpc-host --bench calls` prints, for each pair, the median of several
+//! rounds and the ratio. Two pairs:
+//!
+//! 1. **call in a fresh instance** (`Runtime::call`: new store, instantiate, call `add` on two
+//!    1,000-element int32 tensors, check outputs) against the same addition in native Rust;
+//! 2. **HTTP end to end** (the real server and the async client over one HTTP/2 connection, 64
+//!    calls in flight) against a native axum handler doing the same JSON parsing, addition and
+//!    serialisation on the same HTTP stack.
+
+#[path = "../../tests/e2e/support/guests.rs"]
+#[allow(dead_code)]
+mod guests;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::routing::post;
+use wasmrpc_client::{CallResponse, Client, Tensor};
+use wasmrpc_host::Server;
+use wasmrpc_host::runtime::{Runtime, RuntimeConfig};
+
+const ROUNDS: usize = 7;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn report(name: &str, unit: &str, wasm: f64, native: f64, lower_is_better: bool) {
+    let ratio = if lower_is_better { wasm / native } else { native / wasm };
+    println!(
+        "{name:<34} wasmrpc {wasm:>10.2} {unit:<7} native {native:>10.2} {unit:<7} wasmrpc/native cost {ratio:>6.2}x"
+    );
+}
+
+fn inputs(n: usize) -> (Vec<i32>, Vec<i32>) {
+    ((0..n as i32).collect(), (0..n as i32).map(|x| x * 3).collect())
+}
+
+async fn bench_instance_per_call(component: &[u8]) {
+    let runtime = Runtime::new(RuntimeConfig::default()).expect("engine");
+    let module = runtime
+        .load(Arc::new(component.to_vec()))
+        .await
+        .expect("component loads");
+    let (a, b) = inputs(1000);
+    let args = || vec![Tensor::vector(a.clone()), Tensor::vector(b.clone())];
+    let calls = 2000;
+    let mut wasm_rounds = Vec::new();
+    let mut native_rounds = Vec::new();
+    for _ in 0..ROUNDS {
+        let started = Instant::now();
+        for _ in 0..calls {
+            let out = runtime
+                .call(&module, "add", args(), Duration::from_secs(10))
+                .await
+                .expect("call");
+            std::hint::black_box(out);
+        }
+        wasm_rounds.push(started.elapsed().as_secs_f64() * 1e6 / calls as f64);
+
+        let started = Instant::now();
+        for _ in 0..calls {
+            // The baseline does what the host does around the guest: build tensors, add, wrap.
+            let [x, y]: [Tensor; 2] = args().try_into().expect("two args");
+            let (x, y) = (x.to_vec::<i32>().unwrap(), y.to_vec::<i32>().unwrap());
+            let sum: Vec<i32> = x.iter().zip(&y).map(|(p, q)| p.wrapping_add(*q)).collect();
+            std::hint::black_box(Tensor::vector(sum));
+        }
+        native_rounds.push(started.elapsed().as_secs_f64() * 1e6 / calls as f64);
+    }
+    report(
+        "call, fresh instance (add 1000 i32)",
+        "us/call",
+        median(wasm_rounds),
+        median(native_rounds),
+        true,
+    );
+}
+
+async fn native_add(body: axum::body::Bytes) -> axum::response::Response {
+    #[derive(serde::Deserialize)]
+    struct Req {
+        args: Vec<Box<serde_json::value::RawValue>>,
+    }
+    let req: Req = serde_json::from_slice(&body).expect("json");
+    let t: Vec<Tensor> = req
+        .args
+        .iter()
+        .map(|r| Tensor::from_json(r.get()).expect("tensor"))
+        .collect();
+    let (x, y) = (t[0].to_vec::<i32>().unwrap(), t[1].to_vec::<i32>().unwrap());
+    let sum: Vec<i32> = x.iter().zip(&y).map(|(p, q)| p.wrapping_add(*q)).collect();
+    let out = serde_json::to_vec(&CallResponse {
+        outputs: vec![Tensor::vector(sum)],
+    })
+    .unwrap();
+    axum::response::IntoResponse::into_response(out)
+}
+
+/// Calls per second with `in_flight` concurrent callers, `total` calls.
+async fn throughput(client: &Client, total: usize, in_flight: usize) -> f64 {
+    let (a, b) = inputs(16);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for w in 0..in_flight {
+        let client = client.clone();
+        let (a, b) = (a.clone(), b.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in (w..total).step_by(in_flight) {
+                let out = client
+                    .call_async(
+                        "add",
+                        vec![Tensor::vector(a.clone()), Tensor::vector(b.clone())],
+                        None,
+                        None,
+                    )
+                    .await
+                    .expect("call");
+                std::hint::black_box(out);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    total as f64 / started.elapsed().as_secs_f64()
+}
+
+async fn bench_http(component: &[u8]) {
+    let server = Server::create_local_server().await.expect("server");
+    server
+        .register_export("add", component.to_vec(), Some("add"))
+        .await
+        .expect("register");
+    server.start().expect("start");
+    let wasm_url = format!("http://{}", server.address());
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let native_url = format!("http://{}", listener.local_addr().unwrap());
+    let app = axum::Router::new()
+        .route("/v1/methods/add/call", post(native_add))
+        .route(
+            "/v1/methods",
+            axum::routing::get(|| async { axum::Json(serde_json::json!({ "methods": [] })) }),
+        );
+    tokio::spawn(wasmrpc_host::server::serve(
+        listener,
+        app,
+        std::future::pending(),
+        Default::default(),
+    ));
+
+    let t = Duration::from_secs(30);
+    let wasm = Client::create("http", &wasm_url, "bench", t).await.unwrap();
+    let native = Client::create("http", &native_url, "bench", t).await.unwrap();
+    let total = 5000;
+    let (mut w, mut n) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        w.push(throughput(&wasm, total, 64).await);
+        n.push(throughput(&native, total, 64).await);
+    }
+    report(
+        "HTTP/2 end to end (add 16 i32)",
+        "calls/s",
+        median(w),
+        median(n),
+        false,
+    );
+    server.shutdown().await;
+}
+
+fn main() {
+    let component = guests::guest("example-add");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    println!("median of {ROUNDS} rounds; cost ratio = how many times slower wasmrpc is than native");
+    rt.block_on(async {
+        bench_instance_per_call(&component).await;
+        bench_http(&component).await;
+    });
+}
