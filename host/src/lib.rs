@@ -9,6 +9,7 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod embed;
+mod index;
 pub mod metrics;
 pub mod names;
 pub mod registry;

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::RwLock;
 use wasmrpc_client::{Code, Error as Status, MethodInfo, MethodSignature, Tensor};
 
+use crate::index::RegistrationIndex;
 use crate::metrics::Metrics;
 use crate::names;
 use crate::registry::{Digest, NewRegistration, Registration, Registry, RegistryError};
@@ -46,6 +47,10 @@ pub struct Service {
     runtime: Arc<Runtime>,
     registry: Arc<dyn Registry>,
     modules: RwLock<HashMap<Digest, ModuleSlot>>,
+    /// `None` until start-up has loaded it; then kept in step with every register and delete.
+    index: std::sync::RwLock<Option<RegistrationIndex>>,
+    /// Held while the registry and the index change together, so they never disagree.
+    writes: tokio::sync::Mutex<()>,
     metrics: Arc<Metrics>,
     ready: AtomicBool,
 }
@@ -94,6 +99,8 @@ impl Service {
             runtime,
             registry,
             modules: RwLock::new(HashMap::new()),
+            index: std::sync::RwLock::new(None),
+            writes: tokio::sync::Mutex::new(()),
             metrics,
             ready: AtomicBool::new(false),
         }
@@ -120,8 +127,13 @@ impl Service {
     /// # Errors
     /// The registry itself cannot be read.
     pub async fn warm(&self) -> Result<usize, Status> {
-        let registry = self.registry.clone();
-        let all = blocking(move || registry.list_all()).await?;
+        let all = {
+            let _writes = self.writes.lock().await;
+            let registry = self.registry.clone();
+            let all = blocking(move || registry.list_all()).await?;
+            *self.index_mut() = Some(RegistrationIndex::from_registrations(all.clone()));
+            all
+        };
         let mut digests: Vec<Digest> = all.iter().map(|r| r.digest).collect();
         digests.sort();
         digests.dedup();
@@ -137,6 +149,14 @@ impl Service {
             "registry loaded"
         );
         Ok(all.len())
+    }
+
+    fn index_mut(&self) -> std::sync::RwLockWriteGuard<'_, Option<RegistrationIndex>> {
+        self.index.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn index(&self) -> std::sync::RwLockReadGuard<'_, Option<RegistrationIndex>> {
+        self.index.read().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The compiled component for `digest`, loading it from the store if needed.
@@ -197,9 +217,16 @@ impl Service {
             export: signature.name.clone(),
             signature,
         };
-        let registry = self.registry.clone();
-        let bytes = component.clone();
-        let registration = blocking(move || registry.register(new, &bytes)).await?;
+        let registration = {
+            let _writes = self.writes.lock().await;
+            let registry = self.registry.clone();
+            let bytes = component.clone();
+            let registration = blocking(move || registry.register(new, &bytes)).await?;
+            if let Some(index) = self.index_mut().as_mut() {
+                index.insert(registration.clone());
+            }
+            registration
+        };
         self.modules
             .write()
             .await
@@ -218,13 +245,23 @@ impl Service {
     }
 
     async fn info(&self, registration: Registration) -> Result<MethodInfo, Status> {
-        let registry = self.registry.clone();
-        let (tenant, name) = (registration.tenant.clone(), registration.name.clone());
-        let versions = blocking(move || registry.versions(&tenant, &name)).await?;
-        Ok(method_info(
-            registration,
-            versions.iter().map(|r| r.version).collect(),
-        ))
+        let indexed = self
+            .index()
+            .as_ref()
+            .map(|i| i.version_numbers(&registration.tenant, &registration.name));
+        let versions = match indexed {
+            Some(v) => v,
+            None => {
+                let registry = self.registry.clone();
+                let (tenant, name) = (registration.tenant.clone(), registration.name.clone());
+                blocking(move || registry.versions(&tenant, &name))
+                    .await?
+                    .iter()
+                    .map(|r| r.version)
+                    .collect()
+            }
+        };
+        Ok(method_info(registration, versions))
     }
 
     /// Every method of `tenant`, newest version of each, sorted by name.
@@ -232,23 +269,34 @@ impl Service {
     /// # Errors
     /// INTERNAL when the store fails.
     pub async fn list(&self, tenant: &str) -> Result<Vec<MethodInfo>, Status> {
-        let registry = self.registry.clone();
-        let tenant_owned = tenant.to_owned();
-        let versions = blocking(move || {
-            let mut by_name: std::collections::BTreeMap<String, Vec<Registration>> =
-                Default::default();
-            for r in registry
-                .list_all()?
+        let indexed: Option<Vec<Vec<Registration>>> = self.index().as_ref().map(|index| {
+            index
+                .list(tenant)
                 .into_iter()
-                .filter(|r| r.tenant == tenant_owned)
-            {
-                by_name.entry(r.name.clone()).or_default().push(r);
-            }
-            Ok(by_name)
-        })
-        .await?;
-        Ok(versions
-            .into_values()
+                .map(|versions| versions.iter().map(|r| (**r).clone()).collect())
+                .collect()
+        });
+        let grouped = if let Some(grouped) = indexed {
+            grouped
+        } else {
+            let registry = self.registry.clone();
+            let tenant_owned = tenant.to_owned();
+            blocking(move || {
+                let mut by_name: std::collections::BTreeMap<String, Vec<Registration>> =
+                    Default::default();
+                for r in registry
+                    .list_all()?
+                    .into_iter()
+                    .filter(|r| r.tenant == tenant_owned)
+                {
+                    by_name.entry(r.name.clone()).or_default().push(r);
+                }
+                Ok(by_name.into_values().collect())
+            })
+            .await?
+        };
+        Ok(grouped
+            .into_iter()
             .filter_map(|mut all| {
                 all.sort_by_key(|r| r.version);
                 let numbers = all.iter().map(|r| r.version).collect();
@@ -277,15 +325,21 @@ impl Service {
         name: &str,
         version: Option<u32>,
     ) -> Result<Registration, Status> {
-        let registry = self.registry.clone();
-        let (t, n) = (tenant.to_owned(), name.to_owned());
-        let found = blocking(move || {
-            let wanted = registry.get(&t, &n, version)?;
-            // Tell "no such version" apart from "no such method" for a clearer message.
-            let name_exists = wanted.is_none() && registry.get(&t, &n, None)?.is_some();
-            Ok((wanted, name_exists))
-        })
-        .await?;
+        let indexed = self.index().as_ref().map(|i| i.get(tenant, name, version));
+        let found = match indexed {
+            Some((found, name_exists)) => (found.map(|r| (*r).clone()), name_exists),
+            None => {
+                let registry = self.registry.clone();
+                let (t, n) = (tenant.to_owned(), name.to_owned());
+                blocking(move || {
+                    let wanted = registry.get(&t, &n, version)?;
+                    // Tell "no such version" apart from "no such method" for a clearer message.
+                    let name_exists = wanted.is_none() && registry.get(&t, &n, None)?.is_some();
+                    Ok((wanted, name_exists))
+                })
+                .await?
+            }
+        };
         match found {
             (Some(r), _) => Ok(r),
             (None, true) => Err(Status::new(
@@ -301,9 +355,16 @@ impl Service {
     /// # Errors
     /// NOT_FOUND when the name is not registered.
     pub async fn delete(&self, tenant: &str, name: &str) -> Result<Vec<u32>, Status> {
-        let registry = self.registry.clone();
-        let (t, n) = (tenant.to_owned(), name.to_owned());
-        let removed = blocking(move || registry.delete(&t, &n)).await?;
+        let removed = {
+            let _writes = self.writes.lock().await;
+            let registry = self.registry.clone();
+            let (t, n) = (tenant.to_owned(), name.to_owned());
+            let removed = blocking(move || registry.delete(&t, &n)).await?;
+            if let Some(index) = self.index_mut().as_mut() {
+                index.remove(tenant, name);
+            }
+            removed
+        };
         if removed.is_empty() {
             return Err(not_found(name));
         }
