@@ -24,9 +24,15 @@ struct MethodStats {
 /// The server's metrics.
 #[derive(Default)]
 pub struct Metrics {
-    methods: Mutex<BTreeMap<(String, String), MethodStats>>,
+    /// Tenant, then method: nested so a call looks its entry up without allocating.
+    methods: Mutex<BTreeMap<String, BTreeMap<String, MethodStats>>>,
     registrations: Mutex<BTreeMap<String, u64>>,
+    clients: Mutex<BTreeMap<String, u64>>,
 }
+
+/// Distinct client names kept as labels; later names count as `other`, so a client cannot grow
+/// the metrics without bound by inventing names.
+pub const MAX_CLIENT_LABELS: usize = 100;
 
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -45,9 +51,14 @@ impl Metrics {
     /// Count one call of `method` with its result (`None` = OK) and latency.
     pub fn record_call(&self, tenant: &str, method: &str, error: Option<Code>, latency: Duration) {
         let mut methods = self.methods.lock().unwrap_or_else(|e| e.into_inner());
-        let stats = methods
-            .entry((tenant.to_owned(), method.to_owned()))
-            .or_default();
+        if !methods.contains_key(tenant) {
+            methods.insert(tenant.to_owned(), BTreeMap::new());
+        }
+        let per_tenant = methods.get_mut(tenant).expect("inserted above");
+        if !per_tenant.contains_key(method) {
+            per_tenant.insert(method.to_owned(), MethodStats::default());
+        }
+        let stats = per_tenant.get_mut(method).expect("inserted above");
         *stats
             .results
             .entry(error.map_or("OK", Code::as_str))
@@ -61,6 +72,28 @@ impl Metrics {
         stats.sum_seconds += secs;
     }
 
+    /// Count one request from a client that named itself (`x-wasmrpc-client`).
+    pub fn record_client(&self, name: &str) {
+        let valid = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        let label = if !valid {
+            "invalid"
+        } else if clients.contains_key(name) || clients.len() < MAX_CLIENT_LABELS {
+            name
+        } else {
+            "other"
+        };
+        if let Some(n) = clients.get_mut(label) {
+            *n += 1;
+        } else {
+            clients.insert(label.to_owned(), 1);
+        }
+    }
+
     /// Count one registration.
     pub fn record_registration(&self, tenant: &str) {
         let mut r = self.registrations.lock().unwrap_or_else(|e| e.into_inner());
@@ -71,7 +104,8 @@ impl Metrics {
     pub fn calls(&self, tenant: &str, method: &str) -> u64 {
         let methods = self.methods.lock().unwrap_or_else(|e| e.into_inner());
         methods
-            .get(&(tenant.to_owned(), method.to_owned()))
+            .get(tenant)
+            .and_then(|m| m.get(method))
             .map_or(0, |s| s.results.values().sum())
     }
 
@@ -81,7 +115,12 @@ impl Metrics {
         let methods = self.methods.lock().unwrap_or_else(|e| e.into_inner());
         out.push_str("# HELP wasmrpc_calls_total Method calls by result code.\n");
         out.push_str("# TYPE wasmrpc_calls_total counter\n");
-        for ((tenant, method), stats) in methods.iter() {
+        let all = || {
+            methods
+                .iter()
+                .flat_map(|(t, ms)| ms.iter().map(move |(m, s)| (t, m, s)))
+        };
+        for (tenant, method, stats) in all() {
             for (code, n) in &stats.results {
                 let _ = writeln!(
                     out,
@@ -93,7 +132,7 @@ impl Metrics {
         }
         out.push_str("# HELP wasmrpc_call_duration_seconds Call latency, from arguments checked to outputs ready.\n");
         out.push_str("# TYPE wasmrpc_call_duration_seconds histogram\n");
-        for ((tenant, method), stats) in methods.iter() {
+        for (tenant, method, stats) in all() {
             let labels = format!("tenant=\"{}\",method=\"{}\"", label(tenant), label(method));
             let mut cumulative = 0;
             for (i, bound) in BUCKETS.iter().enumerate() {
@@ -129,6 +168,17 @@ impl Metrics {
                 label(tenant)
             );
         }
+        drop(registrations);
+        let clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        out.push_str("# HELP wasmrpc_client_requests_total Requests by the name clients give in x-wasmrpc-client.\n");
+        out.push_str("# TYPE wasmrpc_client_requests_total counter\n");
+        for (client, n) in clients.iter() {
+            let _ = writeln!(
+                out,
+                "wasmrpc_client_requests_total{{client=\"{}\"}} {n}",
+                label(client)
+            );
+        }
         out
     }
 }
@@ -153,5 +203,20 @@ mod tests {
         assert!(text.contains(r#"method="add",le="0.0001"} 1"#));
         assert!(text.contains(r#"method="add",le="+Inf"} 2"#));
         assert_eq!(m.calls("t", "add"), 2);
+    }
+
+    #[test]
+    fn client_names_are_bounded_labels() {
+        let m = Metrics::default();
+        m.record_client("trainer-1");
+        m.record_client("trainer-1");
+        m.record_client("bad name\"");
+        for i in 0..MAX_CLIENT_LABELS + 5 {
+            m.record_client(&format!("c{i}"));
+        }
+        let text = m.render();
+        assert!(text.contains(r#"wasmrpc_client_requests_total{client="trainer-1"} 2"#));
+        assert!(text.contains(r#"wasmrpc_client_requests_total{client="invalid"} 1"#));
+        assert!(text.contains(r#"wasmrpc_client_requests_total{client="other"}"#));
     }
 }

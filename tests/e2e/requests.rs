@@ -173,4 +173,9 @@ fn http2_prior_knowledge_and_metrics_work() {
         "{metrics}"
     );
     assert!(metrics.contains("wasmrpc_call_duration_seconds_bucket"));
+    // The client's name shows in the metrics (create's listing plus the call).
+    assert!(
+        metrics.contains(r#"wasmrpc_client_requests_total{client="e2e-h2"} 2"#),
+        "{metrics}"
+    );
 }

@@ -69,6 +69,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(health::metrics))
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), count_client))
         .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(body_timeout))
         .layer(TraceLayer::new_for_http().on_failure(()).make_span_with(|req: &Request| {
             let client = req
@@ -79,6 +80,22 @@ pub fn router(state: AppState) -> Router {
             tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), client)
         }))
         .with_state(state)
+}
+
+/// Count requests per client name (the name also shows in the request's tracing span).
+async fn count_client(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    req: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if let Some(name) = req
+        .headers()
+        .get(CLIENT_NAME_HEADER)
+        .and_then(|v| v.to_str().ok())
+    {
+        state.service.metrics().record_client(name);
+    }
+    next.run(req).await
 }
 
 async fn no_route(method: Method, uri: Uri) -> ApiError {
