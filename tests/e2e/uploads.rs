@@ -45,6 +45,16 @@ fn forbidden_imports_are_refused_naming_the_import() {
 }
 
 #[test]
+fn a_component_of_another_world_is_refused() {
+    let server = TestServer::start(&[]);
+    refused(
+        &server,
+        &guest("guest-wrong-world"),
+        "wasmrpc:tensor/method@0.1.0",
+    );
+}
+
+#[test]
 fn invalid_names_are_refused() {
     let server = TestServer::start(&[]);
     let r = server

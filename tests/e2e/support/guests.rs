@@ -18,6 +18,7 @@ pub const PACKAGES: &[&str] = &[
     "guest-hostile",
     "guest-forbidden-fs",
     "guest-forbidden-net",
+    "guest-wrong-world",
 ];
 
 fn workspace_root() -> PathBuf {
