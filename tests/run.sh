@@ -8,3 +8,5 @@ cd "$(dirname "$0")/.."
 
 rustup target add wasm32-wasip2
 cargo test --workspace "$@"
+# The client's optional ndarray conversions.
+cargo test -p wasmrpc-client --features ndarray "$@"

@@ -6,6 +6,13 @@ use std::fmt;
 use std::str::FromStr;
 
 /// A canonical status code, as in `tf.errors` and gRPC.
+///
+/// ```
+/// use wasmrpc_client::Code;
+/// let code: Code = "DEADLINE_EXCEEDED".parse().unwrap();
+/// assert_eq!((code.number(), code.http_status()), (4, 504));
+/// assert_eq!(code.to_string(), "DEADLINE_EXCEEDED");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Code {
     /// The operation was cancelled, typically by the caller.
@@ -44,6 +51,10 @@ pub enum Code {
 
 impl Code {
     /// Every code, in numeric order.
+    ///
+    /// ```
+    /// assert_eq!(wasmrpc_client::Code::ALL.len(), 16);
+    /// ```
     pub const ALL: [Code; 16] = [
         Code::Cancelled,
         Code::Unknown,
@@ -64,6 +75,10 @@ impl Code {
     ];
 
     /// The name used on the wire, e.g. `"DEADLINE_EXCEEDED"`.
+    ///
+    /// ```
+    /// assert_eq!(wasmrpc_client::Code::NotFound.as_str(), "NOT_FOUND");
+    /// ```
     pub fn as_str(self) -> &'static str {
         match self {
             Code::Cancelled => "CANCELLED",
@@ -86,6 +101,10 @@ impl Code {
     }
 
     /// The gRPC number of the code (1 = CANCELLED … 16 = UNAUTHENTICATED).
+    ///
+    /// ```
+    /// assert_eq!(wasmrpc_client::Code::Unauthenticated.number(), 16);
+    /// ```
     pub fn number(self) -> u8 {
         Code::ALL
             .iter()
@@ -96,6 +115,10 @@ impl Code {
     /// The HTTP status the native API answers with for this code.
     ///
     /// RESOURCE_EXHAUSTED is 429 here; a request body over its limit is answered with 413 instead.
+    ///
+    /// ```
+    /// assert_eq!(wasmrpc_client::Code::InvalidArgument.http_status(), 400);
+    /// ```
     pub fn http_status(self) -> u16 {
         match self {
             Code::Cancelled => 499,
@@ -114,6 +137,12 @@ impl Code {
 
     /// The code a bare HTTP status most likely means, for responses without a JSON error body
     /// (a proxy's 502, say).
+    ///
+    /// ```
+    /// use wasmrpc_client::Code;
+    /// assert_eq!(Code::from_http_status(502), Code::Unavailable);
+    /// assert_eq!(Code::from_http_status(418), Code::Unknown);
+    /// ```
     pub fn from_http_status(status: u16) -> Code {
         match status {
             400 => Code::InvalidArgument,
@@ -138,6 +167,11 @@ impl fmt::Display for Code {
 }
 
 /// The text was not one of the canonical code names.
+///
+/// ```
+/// let err = "NOPE".parse::<wasmrpc_client::Code>().unwrap_err();
+/// assert_eq!(err.to_string(), "`NOPE` is not a canonical error code");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{0}` is not a canonical error code")]
 pub struct UnknownCode(pub String);

@@ -4,6 +4,12 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The element type of a tensor: every fixed-size KServe v2 datatype plus variable-length strings.
+///
+/// ```
+/// use wasmrpc_client::DType;
+/// let d: DType = "float32".parse().unwrap();
+/// assert_eq!((d.name(), d.kserve_name(), d.size()), ("float32", "FP32", Some(4)));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DType {
     /// One byte per element, 0 or 1.
@@ -38,6 +44,10 @@ pub enum DType {
 
 impl DType {
     /// Every dtype.
+    ///
+    /// ```
+    /// assert_eq!(wasmrpc_client::DType::ALL.len(), 14);
+    /// ```
     pub const ALL: [DType; 14] = [
         DType::Bool,
         DType::UInt8,
@@ -56,6 +66,10 @@ impl DType {
     ];
 
     /// TensorFlow's name, used in JSON: `"int32"`, `"float32"`, `"string"`…
+    ///
+    /// ```
+    /// assert_eq!(wasmrpc_client::DType::BFloat16.name(), "bfloat16");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             DType::Bool => "bool",
@@ -76,6 +90,10 @@ impl DType {
     }
 
     /// The KServe v2 datatype name: `"INT32"`, `"FP32"`, `"BYTES"`…
+    ///
+    /// ```
+    /// assert_eq!(wasmrpc_client::DType::String.kserve_name(), "BYTES");
+    /// ```
     pub fn kserve_name(self) -> &'static str {
         match self {
             DType::Bool => "BOOL",
@@ -96,11 +114,23 @@ impl DType {
     }
 
     /// Parse a KServe v2 datatype name.
+    ///
+    /// ```
+    /// use wasmrpc_client::DType;
+    /// assert_eq!(DType::from_kserve_name("INT32"), Some(DType::Int32));
+    /// assert_eq!(DType::from_kserve_name("int32"), None);
+    /// ```
     pub fn from_kserve_name(name: &str) -> Option<DType> {
         DType::ALL.into_iter().find(|d| d.kserve_name() == name)
     }
 
     /// Bytes per element, or `None` for variable-length strings.
+    ///
+    /// ```
+    /// use wasmrpc_client::DType;
+    /// assert_eq!(DType::Float16.size(), Some(2));
+    /// assert_eq!(DType::String.size(), None);
+    /// ```
     pub fn size(self) -> Option<usize> {
         match self {
             DType::Bool | DType::UInt8 | DType::Int8 => Some(1),
@@ -112,6 +142,12 @@ impl DType {
     }
 
     /// Whether the dtype is a floating-point type.
+    ///
+    /// ```
+    /// use wasmrpc_client::DType;
+    /// assert!(DType::BFloat16.is_float());
+    /// assert!(!DType::Int8.is_float());
+    /// ```
     pub fn is_float(self) -> bool {
         matches!(
             self,
@@ -127,6 +163,11 @@ impl fmt::Display for DType {
 }
 
 /// The text was not a dtype name.
+///
+/// ```
+/// let err = "int33".parse::<wasmrpc_client::DType>().unwrap_err();
+/// assert!(err.to_string().starts_with("unknown dtype `int33`"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "unknown dtype `{0}`; expected one of bool, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16, bfloat16, float32, float64, string"

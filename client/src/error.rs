@@ -1,8 +1,20 @@
 //! The one error type of the client: a canonical code and a message.
 
 use crate::code::Code;
+use crate::tensor::TensorError;
 
 /// An error with its canonical code, as the server (or the client itself) reported it.
+///
+/// Every fallible operation of the client returns this type, whether the server refused the
+/// request, the guest failed, the deadline passed or the server could not be reached; the
+/// predicates (`is_deadline_exceeded`, `is_not_found`…) test the code.
+///
+/// ```
+/// use wasmrpc_client::{Code, Error};
+/// let e = Error::new(Code::DeadlineExceeded, "the call did not finish within 300 ms");
+/// assert!(e.is_deadline_exceeded());
+/// assert_eq!(e.to_string(), "DEADLINE_EXCEEDED: the call did not finish within 300 ms");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct Error {
@@ -14,6 +26,12 @@ pub struct Error {
 
 impl Error {
     /// An error with this code and message.
+    ///
+    /// ```
+    /// use wasmrpc_client::{Code, Error};
+    /// let e = Error::new(Code::NotFound, "no method named `nope` is registered");
+    /// assert_eq!(e.code(), Code::NotFound);
+    /// ```
     pub fn new(code: Code, message: impl Into<String>) -> Self {
         Error {
             code,
@@ -22,54 +40,148 @@ impl Error {
     }
 
     /// The canonical code.
+    ///
+    /// ```
+    /// use wasmrpc_client::{Code, Error};
+    /// assert_eq!(Error::new(Code::Internal, "trap").code(), Code::Internal);
+    /// ```
     pub fn code(&self) -> Code {
         self.code
     }
 
     /// The message.
+    ///
+    /// ```
+    /// use wasmrpc_client::{Code, Error};
+    /// assert_eq!(Error::new(Code::Internal, "trap").message(), "trap");
+    /// ```
     pub fn message(&self) -> &str {
         &self.message
     }
 
-    /// Whether the call ran past its deadline.
+    /// Whether the call ran past its deadline (in the client or in the host).
+    ///
+    /// ```
+    /// use wasmrpc_client::{Code, Error};
+    /// assert!(Error::new(Code::DeadlineExceeded, "").is_deadline_exceeded());
+    /// assert!(!Error::new(Code::Internal, "").is_deadline_exceeded());
+    /// ```
     pub fn is_deadline_exceeded(&self) -> bool {
         self.code == Code::DeadlineExceeded
     }
 
     /// Whether the method (or the thing asked for) does not exist.
+    ///
+    /// ```
+    /// use wasmrpc_client::{Code, Error};
+    /// assert!(Error::new(Code::NotFound, "").is_not_found());
+    /// ```
     pub fn is_not_found(&self) -> bool {
         self.code == Code::NotFound
     }
 
     /// Whether the arguments were refused.
+    ///
+    /// ```
+    /// use wasmrpc_client::{Code, Error};
+    /// assert!(Error::new(Code::InvalidArgument, "").is_invalid_argument());
+    /// ```
     pub fn is_invalid_argument(&self) -> bool {
         self.code == Code::InvalidArgument
     }
 
     /// Whether a limit or quota was hit.
+    ///
+    /// ```
+    /// use wasmrpc_client::{Code, Error};
+    /// assert!(Error::new(Code::ResourceExhausted, "").is_resource_exhausted());
+    /// ```
     pub fn is_resource_exhausted(&self) -> bool {
         self.code == Code::ResourceExhausted
     }
 
     /// Whether the service is unavailable (retrying later may help).
+    ///
+    /// ```
+    /// use wasmrpc_client::{Code, Error};
+    /// assert!(Error::new(Code::Unavailable, "").is_unavailable());
+    /// ```
     pub fn is_unavailable(&self) -> bool {
         self.code == Code::Unavailable
     }
 
     /// Whether the guest trapped or the server failed internally.
+    ///
+    /// ```
+    /// use wasmrpc_client::{Code, Error};
+    /// assert!(Error::new(Code::Internal, "").is_internal());
+    /// ```
     pub fn is_internal(&self) -> bool {
         self.code == Code::Internal
+    }
+
+    /// Whether the call was cancelled before it finished (for example because the blocking
+    /// client's runtime thread stopped).
+    ///
+    /// ```
+    /// use wasmrpc_client::{Code, Error};
+    /// assert!(Error::new(Code::Cancelled, "").is_cancelled());
+    /// ```
+    pub fn is_cancelled(&self) -> bool {
+        self.code == Code::Cancelled
+    }
+
+    /// Whether the key was missing or refused (UNAUTHENTICATED) or does not allow the request
+    /// (PERMISSION_DENIED).
+    ///
+    /// ```
+    /// use wasmrpc_client::{Code, Error};
+    /// assert!(Error::new(Code::Unauthenticated, "").is_auth());
+    /// assert!(Error::new(Code::PermissionDenied, "").is_auth());
+    /// ```
+    pub fn is_auth(&self) -> bool {
+        matches!(self.code, Code::Unauthenticated | Code::PermissionDenied)
+    }
+}
+
+/// A tensor that cannot be built or read is an INVALID_ARGUMENT, so `?` works on
+/// [`Tensor`](crate::Tensor) constructors in functions returning [`Error`].
+///
+/// ```
+/// use wasmrpc_client::{Error, Tensor};
+/// fn two_by_two() -> Result<Tensor, Error> {
+///     Ok(Tensor::from_vec([2, 2], vec![1i32, 2, 3])?)
+/// }
+/// assert!(two_by_two().unwrap_err().is_invalid_argument());
+/// ```
+impl From<TensorError> for Error {
+    fn from(e: TensorError) -> Self {
+        Error::new(Code::InvalidArgument, e.to_string())
     }
 }
 
 /// The JSON error body of the native API: `{"error": {"code": "...", "message": "..."}}`.
+///
+/// ```
+/// use wasmrpc_client::{Code, Error, ErrorBody};
+/// let body: ErrorBody =
+///     serde_json::from_str(r#"{"error":{"code":"NOT_FOUND","message":"no such method"}}"#).unwrap();
+/// assert_eq!(Error::from(body).code, Code::NotFound);
+/// ```
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ErrorBody {
     /// The error.
     pub error: ErrorDetail,
 }
 
-/// The inside of [`ErrorBody`].
+/// The inside of [`ErrorBody`]: the canonical code name and the message.
+///
+/// ```
+/// use wasmrpc_client::{Code, Error, ErrorBody};
+/// let body = ErrorBody::from(Error::new(Code::Internal, "trap"));
+/// assert_eq!(body.error.code, Code::Internal);
+/// assert_eq!(body.error.message, "trap");
+/// ```
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ErrorDetail {
     /// Canonical code name.

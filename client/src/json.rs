@@ -14,6 +14,13 @@ use crate::dtype::DType;
 use crate::tensor::{Tensor, TensorError, element_count, push_string, split_strings};
 
 /// How deep a nested `data` array may go; deeper is refused before any value is read.
+///
+/// ```
+/// use wasmrpc_client::{Tensor, json::MAX_DATA_NESTING};
+/// let deep = format!(r#"{{"dtype":"int8","shape":[1],"data":{}1{}}}"#,
+///                    "[".repeat(MAX_DATA_NESTING + 1), "]".repeat(MAX_DATA_NESTING + 1));
+/// assert!(Tensor::from_json(&deep).is_err());
+/// ```
 pub const MAX_DATA_NESTING: usize = 64;
 
 #[derive(serde::Deserialize)]

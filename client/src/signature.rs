@@ -6,6 +6,12 @@ use crate::tensor::Tensor;
 /// One dimension of a [`TensorSpec`]: fixed, or dynamic (any size).
 ///
 /// In JSON a dynamic dimension is `-1`, as in KServe model metadata.
+///
+/// ```
+/// use wasmrpc_client::Dim;
+/// let dims: Vec<Dim> = serde_json::from_str("[-1, 3]").unwrap();
+/// assert_eq!(dims, vec![Dim::Dynamic, Dim::Fixed(3)]);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Dim {
     /// Exactly this size.
@@ -34,6 +40,14 @@ impl<'de> serde::Deserialize<'de> for Dim {
 }
 
 /// The declared type of one input or output: name, dtype and shape.
+///
+/// ```
+/// use wasmrpc_client::{DType, Dim, TensorSpec};
+/// // TF: tf.TensorSpec(shape=[None, 3], dtype=tf.float32, name="x")
+/// let spec = TensorSpec { name: "x".into(), dtype: DType::Float32,
+///                         shape: Some(vec![Dim::Dynamic, Dim::Fixed(3)]) };
+/// assert_eq!(spec.shape_text(), "[?, 3]");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TensorSpec {
     /// The argument's or output's name.
@@ -69,6 +83,12 @@ impl TensorSpec {
     }
 
     /// The shape as text, `?` for a dynamic dimension: `[?, 3]`, or `any` for any rank.
+    ///
+    /// ```
+    /// use wasmrpc_client::{DType, TensorSpec};
+    /// let any = TensorSpec { name: "x".into(), dtype: DType::Int32, shape: None };
+    /// assert_eq!(any.shape_text(), "any");
+    /// ```
     pub fn shape_text(&self) -> String {
         match &self.shape {
             None => "any".into(),
@@ -87,6 +107,14 @@ impl TensorSpec {
 }
 
 /// What a method takes and returns.
+///
+/// ```
+/// use wasmrpc_client::{DType, MethodSignature, Tensor, TensorSpec};
+/// let int32 = |name: &str| TensorSpec { name: name.into(), dtype: DType::Int32, shape: None };
+/// let sig = MethodSignature { name: "add".into(), inputs: vec![int32("a"), int32("b")],
+///                             outputs: vec![int32("sum")], doc: String::new() };
+/// assert!(sig.check_args(&[Tensor::scalar(2i32), Tensor::scalar(3i32)]).is_ok());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MethodSignature {
     /// The method's name inside its component.
@@ -105,6 +133,16 @@ impl MethodSignature {
     ///
     /// # Errors
     /// A message naming the first argument that does not fit.
+    ///
+    /// ```
+    /// use wasmrpc_client::{DType, MethodSignature, Tensor, TensorSpec};
+    /// let int32 = |name: &str| TensorSpec { name: name.into(), dtype: DType::Int32, shape: None };
+    /// let sig = MethodSignature { name: "add".into(), inputs: vec![int32("a"), int32("b")],
+    ///                             outputs: vec![int32("sum")], doc: String::new() };
+    /// let why = sig.check_args(&[Tensor::scalar(2i32), Tensor::scalar(3f32)]).unwrap_err();
+    /// assert_eq!(why, "argument 1 (`b`): expected int32, got float32");
+    /// assert!(sig.check_args(&[Tensor::scalar(2i32)]).unwrap_err().contains("takes 2 argument(s)"));
+    /// ```
     pub fn check_args(&self, args: &[Tensor]) -> Result<(), String> {
         if args.len() != self.inputs.len() {
             let names: Vec<&str> = self.inputs.iter().map(|s| s.name.as_str()).collect();
@@ -126,6 +164,13 @@ impl MethodSignature {
 }
 
 /// A registered method as the server describes it: the signature plus registration metadata.
+///
+/// ```no_run
+/// # fn demo(client: wasmrpc_client::blocking::Client) -> Result<(), wasmrpc_client::Error> {
+/// let info = client.describe("addition")?;
+/// println!("{} v{} of {:?}, {} bytes, {}", info.name, info.version, info.versions, info.size, info.digest);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MethodInfo {
     /// The name it was registered under.

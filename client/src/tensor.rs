@@ -6,6 +6,16 @@
 use crate::dtype::DType;
 
 /// Why a tensor could not be built or read.
+///
+/// It converts into an INVALID_ARGUMENT [`Error`](crate::Error), so `?` works in functions that
+/// return the client's error.
+///
+/// ```
+/// use wasmrpc_client::{Tensor, TensorError};
+/// let err = Tensor::from_vec([2, 2], vec![1i32, 2, 3]).unwrap_err();
+/// assert!(matches!(err, TensorError::ElementCount { expected: 4, actual: 3, .. }));
+/// assert_eq!(err.to_string(), "shape [2, 2] needs 4 elements, got 3");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TensorError {
     /// A dimension was negative.
@@ -55,7 +65,17 @@ pub enum TensorError {
     Value(String),
 }
 
-/// The byte-level form of an element type; implemented for every fixed-size dtype's Rust type.
+/// The byte-level form of an element type; implemented for every fixed-size dtype's Rust type:
+/// `bool`, `u8`…`u64`, `i8`…`i64`, `half::f16`, `half::bf16`, `f32`, `f64`. Sealed.
+///
+/// ```
+/// use wasmrpc_client::{DType, Element};
+/// assert_eq!(<i32 as Element>::DTYPE, DType::Int32);
+/// let mut bytes = Vec::new();
+/// 258i32.write_le(&mut bytes);
+/// assert_eq!(bytes, [2, 1, 0, 0]);
+/// assert_eq!(i32::read_le(&bytes), 258);
+/// ```
 pub trait Element: Copy + sealed::Sealed + 'static {
     /// The dtype this Rust type stands for.
     const DTYPE: DType;
@@ -105,6 +125,16 @@ impl Element for bool {
 }
 
 /// The product of `shape`, or an error if it overflows `u64`.
+///
+/// # Errors
+/// [`TensorError::ShapeOverflow`] when the product does not fit in 64 bits.
+///
+/// ```
+/// use wasmrpc_client::tensor::element_count;
+/// assert_eq!(element_count(&[2, 3, 4]).unwrap(), 24);
+/// assert_eq!(element_count(&[]).unwrap(), 1); // a scalar
+/// assert!(element_count(&[u64::MAX, 2]).is_err());
+/// ```
 pub fn element_count(shape: &[u64]) -> Result<u64, TensorError> {
     shape
         .iter()
@@ -118,6 +148,13 @@ pub fn element_count(shape: &[u64]) -> Result<u64, TensorError> {
 ///
 /// # Errors
 /// A length prefix that runs past the end of `data`.
+///
+/// ```
+/// use wasmrpc_client::tensor::split_strings;
+/// let data = [2, 0, 0, 0, b'h', b'i', 0, 0, 0, 0];
+/// assert_eq!(split_strings(&data).unwrap(), vec![&b"hi"[..], &b""[..]]);
+/// assert!(split_strings(&data[..5]).is_err());
+/// ```
 pub fn split_strings(data: &[u8]) -> Result<Vec<&[u8]>, TensorError> {
     let mut out = Vec::new();
     let mut rest = data;
@@ -141,6 +178,16 @@ pub fn split_strings(data: &[u8]) -> Result<Vec<&[u8]>, TensorError> {
 }
 
 /// Append one length-prefixed string element.
+///
+/// # Panics
+/// When `elem` is 4 GiB or longer (a length the format cannot carry).
+///
+/// ```
+/// use wasmrpc_client::tensor::push_string;
+/// let mut data = Vec::new();
+/// push_string(&mut data, b"hi");
+/// assert_eq!(data, [2, 0, 0, 0, b'h', b'i']);
+/// ```
 pub fn push_string(out: &mut Vec<u8>, elem: &[u8]) {
     let len = u32::try_from(elem.len()).expect("string elements are under 4 GiB");
     out.extend_from_slice(&len.to_le_bytes());
@@ -169,6 +216,13 @@ impl Tensor {
     /// # Errors
     /// [`TensorError::ByteLength`] or [`TensorError::ElementCount`] when the bytes do not fit the
     /// shape; [`TensorError::Value`] for a bool byte other than 0 or 1 or malformed string data.
+    ///
+    /// ```
+    /// use wasmrpc_client::{DType, Tensor};
+    /// let t = Tensor::from_raw(DType::UInt16, vec![2], vec![1, 0, 0, 1]).unwrap();
+    /// assert_eq!(t.to_vec::<u16>().unwrap(), vec![1, 256]);
+    /// assert!(Tensor::from_raw(DType::UInt16, vec![2], vec![1, 0, 0]).is_err());
+    /// ```
     pub fn from_raw(dtype: DType, shape: Vec<u64>, data: Vec<u8>) -> Result<Self, TensorError> {
         let count = element_count(&shape)?;
         match dtype.size() {
@@ -205,10 +259,17 @@ impl Tensor {
         Ok(Tensor { dtype, shape, data })
     }
 
-    /// A tensor of the given shape from typed values.
+    /// A tensor of the given shape from typed values, in row-major order.
     ///
     /// # Errors
     /// [`TensorError::ElementCount`] when `values.len()` is not the product of `shape`.
+    ///
+    /// ```
+    /// use wasmrpc_client::Tensor;
+    /// let t = Tensor::from_vec([2, 3], vec![0.5f32; 6]).unwrap();
+    /// assert_eq!(t.num_elements(), 6);
+    /// assert!(Tensor::from_vec([2, 3], vec![0.5f32; 5]).is_err());
+    /// ```
     pub fn from_vec<T: Element>(
         shape: impl Into<Vec<u64>>,
         values: Vec<T>,
@@ -233,21 +294,58 @@ impl Tensor {
         })
     }
 
+    /// A tensor of `shape` from `values`, whose count the caller has made match the shape.
+    pub(crate) fn from_elements<T: Element>(
+        shape: Vec<u64>,
+        values: impl ExactSizeIterator<Item = T>,
+    ) -> Self {
+        let mut data = Vec::with_capacity(values.len() * T::DTYPE.size().unwrap_or(1));
+        for v in values {
+            v.write_le(&mut data);
+        }
+        Tensor {
+            dtype: T::DTYPE,
+            shape,
+            data,
+        }
+    }
+
     /// A one-dimensional tensor holding `values`.
+    ///
+    /// ```
+    /// use wasmrpc_client::Tensor;
+    /// let t = Tensor::vector(vec![1i64, 2, 3]);
+    /// assert_eq!(t.shape(), &[3]);
+    /// ```
     pub fn vector<T: Element>(values: Vec<T>) -> Self {
-        let shape = vec![values.len() as u64];
-        Tensor::from_vec(shape, values).expect("a vector's shape matches its length")
+        Tensor::from_elements(vec![values.len() as u64], values.into_iter())
     }
 
-    /// A scalar (shape `[]`).
+    /// A scalar (shape `[]`, as TensorFlow's `tf.constant(2)`).
+    ///
+    /// ```
+    /// use wasmrpc_client::{DType, Tensor};
+    /// let t = Tensor::scalar(2i32);
+    /// assert_eq!((t.dtype(), t.shape()), (DType::Int32, &[][..]));
+    /// ```
     pub fn scalar<T: Element>(value: T) -> Self {
-        Tensor::from_vec(Vec::new(), vec![value]).expect("a scalar has one element")
+        Tensor::from_elements(Vec::new(), std::iter::once(value))
     }
 
-    /// A string tensor (dtype `string`) of the given shape.
+    /// A string tensor (dtype `string`) of the given shape; elements are arbitrary bytes.
     ///
     /// # Errors
     /// [`TensorError::ElementCount`] when the count does not match the shape.
+    ///
+    /// # Panics
+    /// When one element is 4 GiB or longer.
+    ///
+    /// ```
+    /// use wasmrpc_client::{DType, Tensor};
+    /// let t = Tensor::from_strings([2], ["hello", "world"]).unwrap();
+    /// assert_eq!(t.dtype(), DType::String);
+    /// assert_eq!(t.to_strings().unwrap()[1], b"world");
+    /// ```
     pub fn from_strings<S: AsRef<[u8]>>(
         shape: impl Into<Vec<u64>>,
         values: impl IntoIterator<Item = S>,
@@ -275,34 +373,68 @@ impl Tensor {
     }
 
     /// The element type.
+    ///
+    /// ```
+    /// use wasmrpc_client::{DType, Tensor};
+    /// assert_eq!(Tensor::scalar(true).dtype(), DType::Bool);
+    /// ```
     pub fn dtype(&self) -> DType {
         self.dtype
     }
 
     /// The dimensions, outermost first; empty for a scalar.
+    ///
+    /// ```
+    /// use wasmrpc_client::Tensor;
+    /// assert_eq!(Tensor::from_vec([2, 1], vec![1u8, 2]).unwrap().shape(), &[2, 1]);
+    /// ```
     pub fn shape(&self) -> &[u64] {
         &self.shape
     }
 
     /// The raw little-endian row-major bytes (length-prefixed elements for strings).
+    ///
+    /// ```
+    /// use wasmrpc_client::Tensor;
+    /// assert_eq!(Tensor::vector(vec![1u16, 2]).raw_data(), &[1, 0, 2, 0]);
+    /// ```
     pub fn raw_data(&self) -> &[u8] {
         &self.data
     }
 
     /// The parts, for handing the bytes on without a copy.
+    ///
+    /// ```
+    /// use wasmrpc_client::{DType, Tensor};
+    /// let (dtype, shape, data) = Tensor::scalar(1u8).into_parts();
+    /// assert_eq!((dtype, shape, data), (DType::UInt8, vec![], vec![1]));
+    /// ```
     pub fn into_parts(self) -> (DType, Vec<u64>, Vec<u8>) {
         (self.dtype, self.shape, self.data)
     }
 
-    /// How many elements the tensor holds.
+    /// How many elements the tensor holds (1 for a scalar).
+    ///
+    /// ```
+    /// use wasmrpc_client::Tensor;
+    /// assert_eq!(Tensor::from_vec([2, 0], Vec::<f32>::new()).unwrap().num_elements(), 0);
+    /// assert_eq!(Tensor::scalar(1.0f32).num_elements(), 1);
+    /// ```
     pub fn num_elements(&self) -> u64 {
         element_count(&self.shape).unwrap_or(u64::MAX)
     }
 
-    /// The elements as typed values.
+    /// The elements as typed values, in row-major order.
     ///
     /// # Errors
     /// [`TensorError::DType`] when `T` is not the tensor's dtype.
+    ///
+    /// ```
+    /// use wasmrpc_client::Tensor;
+    /// let t = Tensor::vector(vec![11i32, 22]);
+    /// assert_eq!(t.to_vec::<i32>().unwrap(), vec![11, 22]);
+    /// assert!(t.to_vec::<i64>().is_err());
+    /// ```
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, TensorError> {
         if T::DTYPE != self.dtype {
             return Err(TensorError::DType {
@@ -318,6 +450,13 @@ impl Tensor {
     ///
     /// # Errors
     /// [`TensorError::DType`] when the tensor is not a string tensor.
+    ///
+    /// ```
+    /// use wasmrpc_client::Tensor;
+    /// let t = Tensor::from_strings([1], ["abc"]).unwrap();
+    /// assert_eq!(t.to_strings().unwrap(), vec![b"abc".to_vec()]);
+    /// assert!(Tensor::scalar(1i32).to_strings().is_err());
+    /// ```
     pub fn to_strings(&self) -> Result<Vec<Vec<u8>>, TensorError> {
         if self.dtype != DType::String {
             return Err(TensorError::DType {

@@ -14,9 +14,21 @@ use crate::code::Code;
 use crate::error::{Error, ErrorBody};
 
 /// The header carrying the client's name; the server logs it with every request.
+///
+/// ```
+/// assert_eq!(wasmrpc_client::transport::CLIENT_NAME_HEADER, "x-wasmrpc-client");
+/// ```
 pub const CLIENT_NAME_HEADER: &str = "x-wasmrpc-client";
 
 /// A pooled HTTP/2 connection to one server.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), wasmrpc_client::Error> {
+/// use wasmrpc_client::transport::Transport;
+/// let transport = Transport::new("http://127.0.0.1:8080", "raw", None)?;
+/// let body = transport.send(http::Method::GET, "/v1/methods", None).await?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Transport {
     base: String,
@@ -30,6 +42,12 @@ impl Transport {
     ///
     /// # Errors
     /// INVALID_ARGUMENT for a malformed address, name or key.
+    ///
+    /// ```
+    /// use wasmrpc_client::transport::Transport;
+    /// assert!(Transport::new("http://127.0.0.1:8080", "me", None).is_ok());
+    /// assert!(Transport::new("127.0.0.1:8080", "me", None).unwrap_err().is_invalid_argument());
+    /// ```
     pub fn new(base: &str, name: &str, key: Option<&str>) -> Result<Self, Error> {
         let base = base.trim_end_matches('/').to_owned();
         base.parse::<Uri>()
@@ -71,6 +89,11 @@ impl Transport {
     }
 
     /// The server's base address.
+    ///
+    /// ```
+    /// let t = wasmrpc_client::transport::Transport::new("http://127.0.0.1:8080/", "me", None).unwrap();
+    /// assert_eq!(t.base(), "http://127.0.0.1:8080");
+    /// ```
     pub fn base(&self) -> &str {
         &self.base
     }
@@ -79,6 +102,12 @@ impl Transport {
     ///
     /// # Errors
     /// UNAVAILABLE when the server cannot be reached; the server's error otherwise.
+    ///
+    /// ```no_run
+    /// # async fn demo(t: wasmrpc_client::transport::Transport) -> Result<(), wasmrpc_client::Error> {
+    /// let answer = t.send(http::Method::GET, "/healthz", None).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn send(
         &self,
         method: Method,

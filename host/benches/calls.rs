@@ -29,14 +29,21 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn report(name: &str, unit: &str, wasm: f64, native: f64, lower_is_better: bool) {
-    let ratio = if lower_is_better { wasm / native } else { native / wasm };
+    let ratio = if lower_is_better {
+        wasm / native
+    } else {
+        native / wasm
+    };
     println!(
         "{name:<34} wasmrpc {wasm:>10.2} {unit:<7} native {native:>10.2} {unit:<7} wasmrpc/native cost {ratio:>6.2}x"
     );
 }
 
 fn inputs(n: usize) -> (Vec<i32>, Vec<i32>) {
-    ((0..n as i32).collect(), (0..n as i32).map(|x| x * 3).collect())
+    (
+        (0..n as i32).collect(),
+        (0..n as i32).map(|x| x * 3).collect(),
+    )
 }
 
 async fn bench_instance_per_call(component: &[u8]) {
@@ -155,7 +162,9 @@ async fn bench_http(component: &[u8]) {
 
     let t = Duration::from_secs(30);
     let wasm = Client::create("http", &wasm_url, "bench", t).await.unwrap();
-    let native = Client::create("http", &native_url, "bench", t).await.unwrap();
+    let native = Client::create("http", &native_url, "bench", t)
+        .await
+        .unwrap();
     let total = 5000;
     let (mut w, mut n) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
@@ -178,7 +187,9 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    println!("median of {ROUNDS} rounds; cost ratio = how many times slower wasmrpc is than native");
+    println!(
+        "median of {ROUNDS} rounds; cost ratio = how many times slower wasmrpc is than native"
+    );
     rt.block_on(async {
         bench_instance_per_call(&component).await;
         bench_http(&component).await;

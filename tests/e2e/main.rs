@@ -4,6 +4,7 @@
 mod support;
 
 mod cli;
+mod client_sdk;
 mod embedded;
 mod examples;
 mod registry;
