@@ -23,7 +23,7 @@ export WASMRPC_SERVER="http://$listen"
 server=$!
 trap 'kill "$server" 2>/dev/null || true' INT TERM EXIT
 
-# Ready when the method list answers (the registry is loaded).
+# Wait until the server answers; registering works while it still loads what it has stored.
 for _ in $(seq 1 300); do
     if "$wasmrpc" list >/dev/null 2>&1; then break; fi
     kill -0 "$server" 2>/dev/null || { echo "the server exited" >&2; exit 1; }

@@ -37,7 +37,8 @@
 //! crate-type = ["cdylib", "rlib"]
 //!
 //! [dependencies]
-//! wasmrpc-guest = "0.1"
+//! # not on crates.io yet: point at a checkout of this repository
+//! wasmrpc-guest = { path = "../wasmrpc/guest-sdk" }
 //! ```
 //!
 //! `cargo build --target wasm32-wasip2 --release` then writes the component to

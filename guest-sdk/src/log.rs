@@ -1,7 +1,7 @@
 //! Log lines for the host: [`trace`], [`debug`], [`info`], [`warn`], [`error`].
 //!
-//! In a component each line goes to the imported `log` interface; the host captures it, caps the
-//! number of lines per call and forwards them to its own tracing. Built for any other target (native
+//! In a component each line goes to the imported `log` interface; the host captures it, keeps at
+//! most a fixed number of bytes per call (shared with stdout and stderr) and forwards them to its own tracing. Built for any other target (native
 //! unit tests) a line is printed to stderr instead, as `[LEVEL] message`.
 //!
 //! ```
@@ -40,7 +40,7 @@ impl fmt::Display for Level {
     }
 }
 
-/// Writes one log line at `level`. Lines past the host's per-call cap are dropped.
+/// Writes one log line at `level`. Bytes past the host's per-call log cap are dropped.
 ///
 /// ```
 /// wasmrpc_guest::log::log(wasmrpc_guest::log::Level::Warn, "slow path");

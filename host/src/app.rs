@@ -57,12 +57,14 @@ impl App {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send,
     ) -> std::io::Result<()> {
-        let service = self.service.clone();
-        tokio::spawn(async move {
-            if let Err(e) = service.warm().await {
-                tracing::error!(error = %e, "loading the registry failed");
-            }
-        });
+        if !self.service.is_ready() {
+            let service = self.service.clone();
+            tokio::spawn(async move {
+                if let Err(e) = service.warm().await {
+                    tracing::error!(error = %e, "loading the registry failed");
+                }
+            });
+        }
         let app = router(AppState {
             service: self.service.clone(),
             limits: self.config.http.clone(),

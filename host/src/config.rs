@@ -149,16 +149,13 @@ impl ServeSettings {
         if let Some(v) = self.max_request_bytes {
             http.max_request_bytes = v;
         }
-        if let Some(v) = self.header_timeout_s {
-            http.header_read_timeout = secs(v);
-        }
         if let Some(v) = self.body_timeout_s {
             http.body_read_timeout = secs(v);
         }
-        let mut serve = ServeOptions {
-            header_read_timeout: http.header_read_timeout,
-            ..ServeOptions::default()
-        };
+        let mut serve = ServeOptions::default();
+        if let Some(v) = self.header_timeout_s {
+            serve.header_read_timeout = secs(v);
+        }
         if let Some(v) = self.drain_timeout_s {
             serve.drain_timeout = secs(v);
         }

@@ -127,16 +127,15 @@ impl Server {
         store: Option<tempfile::TempDir>,
     ) -> Result<Server, Status> {
         let config = settings.resolve();
-        let listener = std::net::TcpListener::bind(config.listen).map_err(|e| {
-            Status::new(
-                Code::Unavailable,
-                format!("cannot listen on {}: {e}", config.listen),
-            )
+        let listen = config.listen;
+        // Build first: it refuses a non-loopback address before anything is bound.
+        let app =
+            App::build(config).map_err(|e| Status::new(Code::InvalidArgument, format!("{e:#}")))?;
+        let listener = std::net::TcpListener::bind(listen).map_err(|e| {
+            Status::new(Code::Unavailable, format!("cannot listen on {listen}: {e}"))
         })?;
         listener.set_nonblocking(true).map_err(internal)?;
         let address = listener.local_addr().map_err(internal)?;
-        let app =
-            App::build(config).map_err(|e| Status::new(Code::InvalidArgument, format!("{e:#}")))?;
         app.service.warm().await?;
         Ok(Server {
             app: Arc::new(app),

@@ -130,7 +130,7 @@ impl Metrics {
                 );
             }
         }
-        out.push_str("# HELP wasmrpc_call_duration_seconds Call latency, from arguments checked to outputs ready.\n");
+        out.push_str("# HELP wasmrpc_call_duration_seconds Latency of calls that reached a method: argument checks, queueing and the guest.\n");
         out.push_str("# TYPE wasmrpc_call_duration_seconds histogram\n");
         for (tenant, method, stats) in all() {
             let labels = format!("tenant=\"{}\",method=\"{}\"", label(tenant), label(method));

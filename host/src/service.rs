@@ -172,9 +172,18 @@ impl Service {
         let slot = match blocking(move || registry.blob(&d)).await {
             Ok(bytes) => match self.runtime.load(Arc::new(bytes)).await {
                 Ok(m) => ModuleSlot::Ready(m),
-                Err(e) => ModuleSlot::Unavailable(format!(
+                // The stored component itself is refused: that will not change until it is
+                // registered again, so remember it.
+                Err(e) if e.code() == Code::InvalidArgument => ModuleSlot::Unavailable(format!(
                     "stored component {digest} no longer loads: {e}"
                 )),
+                // A passing failure (busy, a compile timeout): report it, try again next time.
+                Err(e) => {
+                    return Err(Status::new(
+                        Code::Unavailable,
+                        format!("loading stored component {digest} failed, try again: {e}"),
+                    ));
+                }
             },
             Err(e) if e.code == Code::Unavailable => ModuleSlot::Unavailable(e.message),
             Err(e) => return Err(e),

@@ -45,7 +45,7 @@ fn deploy_list_call_and_delete_from_the_command_line() {
         ],
     );
     assert!(ok, "{err}");
-    assert_eq!(out.trim(), "output: float32[2, 2] [[1.0,2.0],[3.0,4.0]]");
+    assert_eq!(out.trim(), "output: float32[2, 2] [[1, 2], [3, 4]]");
 
     let (ok, _, err) = wasmrpc(&server, &["call", "matmul", "int32:[1]", "int32:[1]"]);
     assert!(!ok);

@@ -21,6 +21,7 @@ fn hostile_server() -> TestServer {
         "spin",
         "memory_bomb",
         "recurse",
+        "deep_recursion",
         "unreachable",
         "divide_by_zero",
         "panic",
@@ -126,7 +127,10 @@ fn traps_are_internal_with_their_reason_and_the_next_call_works() {
         ("unreachable", "unreachable"),
         ("divide_by_zero", "divide by zero"),
         ("panic", "guest panicked on purpose"),
-        ("recurse", ""),
+        // Rust's own stack lives in linear memory; running past its end is a memory fault.
+        ("recurse", "out of bounds memory access"),
+        // Recursion with wasm locals only hits the host's wasm stack limit.
+        ("deep_recursion", "wasm stack limit"),
     ] {
         let r = call(&http, method, 0.0, 0);
         assert_eq!(

@@ -147,4 +147,22 @@ fn a_corrupted_blob_is_detected_on_load_and_never_run() {
     assert_eq!(r.status, 503, "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(r.code(), "UNAVAILABLE");
     assert!(r.message().contains("corrupt"), "{}", r.message());
+
+    // Registering the same bytes again repairs the stored blob, also across a restart.
+    let again = server
+        .http()
+        .put("/v1/methods/softmax", &guest("example-softmax"));
+    assert_eq!(
+        again.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&again.body)
+    );
+    server.kill9_and_restart();
+    let r = server.http().call(
+        "softmax",
+        json!([crate::support::tensor("float32", &[1], json!([1]))]),
+        0,
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
 }

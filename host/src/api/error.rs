@@ -25,6 +25,14 @@ impl ApiError {
         }
     }
 
+    /// An error answered with a specific HTTP status instead of the code's usual one.
+    pub fn with_http(code: Code, http: StatusCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status: Status::new(code, message),
+            http: Some(http),
+        }
+    }
+
     /// A request body over its limit: RESOURCE_EXHAUSTED with HTTP 413.
     pub fn body_too_large(limit: usize) -> Self {
         ApiError {

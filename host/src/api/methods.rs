@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::value::RawValue;
@@ -13,6 +13,7 @@ use wasmrpc_client::{CallResponse, Code, MethodList, Tensor};
 use super::AppState;
 use super::body::read_limited;
 use super::error::ApiError;
+use super::query::ApiQuery;
 use super::tenant::Tenant;
 
 /// `?export=M` on registration.
@@ -34,7 +35,7 @@ pub async fn register(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
     Path(name): Path<String>,
-    Query(query): Query<RegisterQuery>,
+    ApiQuery(query): ApiQuery<RegisterQuery>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
@@ -66,7 +67,7 @@ pub async fn describe(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
     Path(name): Path<String>,
-    Query(query): Query<VersionQuery>,
+    ApiQuery(query): ApiQuery<VersionQuery>,
 ) -> Result<Response, ApiError> {
     let info = state
         .service
@@ -99,7 +100,7 @@ pub async fn call(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
     Path(name): Path<String>,
-    Query(query): Query<VersionQuery>,
+    ApiQuery(query): ApiQuery<VersionQuery>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {

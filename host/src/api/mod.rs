@@ -4,6 +4,7 @@ mod body;
 pub mod error;
 mod health;
 mod methods;
+mod query;
 mod tenant;
 
 use std::sync::Arc;
@@ -27,8 +28,6 @@ pub const CLIENT_NAME_HEADER: HeaderName = HeaderName::from_static("x-wasmrpc-cl
 pub struct HttpLimits {
     /// Largest call request body.
     pub max_request_bytes: usize,
-    /// Time a client may take to send a request's headers.
-    pub header_read_timeout: Duration,
     /// Time a client may take to send a request's body.
     pub body_read_timeout: Duration,
 }
@@ -37,7 +36,6 @@ impl Default for HttpLimits {
     fn default() -> Self {
         HttpLimits {
             max_request_bytes: 64 << 20,
-            header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
         }
     }
@@ -106,8 +104,9 @@ async fn no_route(method: Method, uri: Uri) -> ApiError {
 }
 
 async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
-    ApiError::new(
+    ApiError::with_http(
         Code::Unimplemented,
+        axum::http::StatusCode::METHOD_NOT_ALLOWED,
         format!("{method} is not supported on {}", uri.path()),
     )
 }

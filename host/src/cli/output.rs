@@ -1,7 +1,6 @@
 //! Printing signatures and tensors for people.
 
-use serde_json::Value;
-use wasmrpc_client::{MethodSignature, Tensor, TensorSpec};
+use wasmrpc_client::{DType, MethodSignature, Tensor, TensorSpec};
 
 fn spec_text(s: &TensorSpec) -> String {
     match s.shape {
@@ -10,39 +9,81 @@ fn spec_text(s: &TensorSpec) -> String {
     }
 }
 
-/// `add(a: int32any, b: …) -> (output: …)` on one line.
+/// `add(a: int32, b: int32) -> (output: int32)` on one line.
 pub fn signature_line(name: &str, sig: &MethodSignature) -> String {
     let inputs: Vec<String> = sig.inputs.iter().map(spec_text).collect();
     let outputs: Vec<String> = sig.outputs.iter().map(spec_text).collect();
     format!("{name}({}) -> ({})", inputs.join(", "), outputs.join(", "))
 }
 
-/// `int32[2, 2] [[1, 2], [3, 4]]`: dtype, shape, and the values nested by the shape.
-pub fn tensor_text(t: &Tensor) -> String {
-    let json = serde_json::to_value(t).unwrap_or(Value::Null);
-    let shape: Vec<String> = t.shape().iter().map(u64::to_string).collect();
-    let head = format!("{}[{}]", t.dtype(), shape.join(", "));
-    match json.get("data").and_then(Value::as_array) {
-        Some(flat) => {
-            let dims: Vec<usize> = t.shape().iter().map(|&d| d as usize).collect();
-            let nested = nest(flat, &dims);
-            let text = if dims.is_empty() {
-                flat.first().map(Value::to_string).unwrap_or_default()
-            } else {
-                nested.to_string()
-            };
-            format!("{head} {text}")
-        }
-        None => format!("{head} (binary data, {} bytes)", t.raw_data().len()),
+/// Each element as text, floats in their own precision (`0.1` for a float32, not
+/// `0.10000000149011612`).
+fn elements(t: &Tensor) -> Option<Vec<String>> {
+    fn show<T: wasmrpc_client::Element + ToString>(t: &Tensor) -> Option<Vec<String>> {
+        t.to_vec::<T>()
+            .ok()
+            .map(|v| v.iter().map(T::to_string).collect())
+    }
+    match t.dtype() {
+        DType::Bool => show::<bool>(t),
+        DType::UInt8 => show::<u8>(t),
+        DType::UInt16 => show::<u16>(t),
+        DType::UInt32 => show::<u32>(t),
+        DType::UInt64 => show::<u64>(t),
+        DType::Int8 => show::<i8>(t),
+        DType::Int16 => show::<i16>(t),
+        DType::Int32 => show::<i32>(t),
+        DType::Int64 => show::<i64>(t),
+        DType::Float16 => show::<half::f16>(t),
+        DType::BFloat16 => show::<half::bf16>(t),
+        DType::Float32 => show::<f32>(t),
+        DType::Float64 => show::<f64>(t),
+        DType::String => t.to_strings().ok().map(|v| {
+            v.iter()
+                .map(|s| match std::str::from_utf8(s) {
+                    Ok(text) => serde_json::to_string(text).unwrap_or_default(),
+                    Err(_) => format!("<{} bytes>", s.len()),
+                })
+                .collect()
+        }),
     }
 }
 
-fn nest(flat: &[Value], dims: &[usize]) -> Value {
+/// `int32[2, 2] [[1, 2], [3, 4]]`: dtype, shape, and the values nested by the shape.
+pub fn tensor_text(t: &Tensor) -> String {
+    let shape: Vec<String> = t.shape().iter().map(u64::to_string).collect();
+    let head = format!("{}[{}]", t.dtype(), shape.join(", "));
+    let Some(items) = elements(t) else {
+        return format!("{head} ({} bytes of data)", t.raw_data().len());
+    };
+    let dims: Vec<usize> = t.shape().iter().map(|&d| d as usize).collect();
+    if dims.is_empty() {
+        return format!("{head} {}", items.first().cloned().unwrap_or_default());
+    }
+    format!("{head} {}", nest(&items, &dims))
+}
+
+fn nest(items: &[String], dims: &[usize]) -> String {
     match dims {
-        [] | [_] => Value::Array(flat.to_vec()),
+        [] | [_] => format!("[{}]", items.join(", ")),
         [_, rest @ ..] => {
-            let stride: usize = rest.iter().product::<usize>().max(1);
-            Value::Array(flat.chunks(stride).map(|c| nest(c, rest)).collect())
+            let stride = rest.iter().product::<usize>().max(1);
+            let rows: Vec<String> = items.chunks(stride).map(|c| nest(c, rest)).collect();
+            format!("[{}]", rows.join(", "))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tensors_print_nested_in_their_own_precision() {
+        let m = Tensor::from_vec([2, 2], vec![0.1f32, 2.0, 3.5, -4.0]).unwrap();
+        assert_eq!(tensor_text(&m), "float32[2, 2] [[0.1, 2], [3.5, -4]]");
+        assert_eq!(tensor_text(&Tensor::scalar(7i64)), "int64[] 7");
+        let s = Tensor::from_strings([2], ["a,b", "c"]).unwrap();
+        assert_eq!(tensor_text(&s), r#"string[2] ["a,b", "c"]"#);
     }
 }

@@ -74,11 +74,11 @@ impl BlobStore {
             "blob written under the wrong digest"
         );
         let path = self.path(digest);
-        // A size mismatch means the existing file was damaged (e.g. truncated) outside our
-        // control; rewriting it is the cheap repair. Same size is trusted: reads verify anyway.
-        match fs::metadata(&path) {
-            Ok(meta) if meta.len() == bytes.len() as u64 => return Ok(()),
-            Ok(_) => tracing::warn!(%digest, "stored blob has the wrong size; rewriting it"),
+        // An existing file is kept only if it still hashes to its digest: uploading the same
+        // bytes again is how a user repairs a blob damaged outside our control.
+        match fs::read(&path) {
+            Ok(existing) if Digest::of(&existing) == *digest => return Ok(()),
+            Ok(_) => tracing::warn!(%digest, "stored blob is damaged; rewriting it"),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e.into()),
         }
@@ -269,12 +269,18 @@ mod tests {
     }
 
     #[test]
-    fn truncated_blob_is_rewritten_on_write() {
+    fn damaged_blob_is_rewritten_on_write() {
         let (_dir, store) = store();
         let bytes = b"a blob that will be truncated".to_vec();
         let digest = Digest::of(&bytes);
         store.write(&digest, &bytes).expect("write");
         fs::write(store.path(&digest), &bytes[..5]).expect("truncate");
+        store.write(&digest, &bytes).expect("rewrite");
+        assert_eq!(store.read(&digest).expect("read"), bytes);
+        // Same size, one byte flipped: also repaired by writing the bytes again.
+        let mut flipped = bytes.clone();
+        flipped[3] ^= 0xff;
+        fs::write(store.path(&digest), &flipped).expect("flip");
         store.write(&digest, &bytes).expect("rewrite");
         assert_eq!(store.read(&digest).expect("read"), bytes);
     }

@@ -1,6 +1,6 @@
 //! Generated bindings for the `wasmrpc:tensor` world; private to the runtime.
 //!
-//! Exports are async so that a guest can be paused at every epoch tick (see `call.rs`); the log
+//! Exports are async so that a guest can be paused at every epoch tick (see `Runtime::new_store` in `mod.rs`); the log
 //! import is a plain synchronous host function.
 
 wasmtime::component::bindgen!({

@@ -25,7 +25,7 @@ pub fn engine_config(config: &RuntimeConfig) -> Config {
         .max_wasm_stack(config.max_wasm_stack)
         .async_stack_size(async_stack_size(config));
     if config.pooling {
-        // Slots for every running call, plus one for a registration's signatures() call.
+        // Slots for every running call, plus a few for registrations' signatures() calls.
         let instances = config.max_concurrent_calls as u32 + 4;
         let mut pool = PoolingAllocationConfig::new();
         pool.total_component_instances(instances)

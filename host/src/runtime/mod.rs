@@ -68,6 +68,10 @@ impl Module {
     }
 }
 
+/// Components compiled at once; more uploads wait. Compiling is CPU-bound and cannot be
+/// interrupted, so this bounds how much of the machine uploads can take from calls.
+const COMPILES_AT_ONCE: usize = 2;
+
 /// Marker error raised by the epoch callback when a call's deadline has passed.
 #[derive(Debug)]
 struct DeadlinePassed;
@@ -87,7 +91,7 @@ pub struct Runtime {
     config: RuntimeConfig,
     call_slots: Arc<Semaphore>,
     waiting: AtomicUsize,
-    compile_slots: Semaphore,
+    compile_slots: Arc<Semaphore>,
     _ticker: EpochTicker,
 }
 
@@ -122,7 +126,7 @@ impl Runtime {
             linker,
             call_slots: Arc::new(Semaphore::new(config.max_concurrent_calls)),
             waiting: AtomicUsize::new(0),
-            compile_slots: Semaphore::new(2),
+            compile_slots: Arc::new(Semaphore::new(COMPILES_AT_ONCE)),
             config,
             _ticker: ticker,
         })
@@ -140,14 +144,21 @@ impl Runtime {
     /// forbidden import (named), the wrong world, a compile past its time limit, bad signatures.
     pub async fn load(&self, bytes: Arc<Vec<u8>>) -> Result<Arc<Module>, UploadError> {
         validate::check_bytes(&bytes, self.config.max_component_bytes)?;
-        let _compiling = self
+        let compiling = self
             .compile_slots
-            .acquire()
+            .clone()
+            .acquire_owned()
             .await
             .map_err(|_| UploadError::Internal("runtime is shutting down".into()))?;
         let engine = self.engine.clone();
         let source = bytes.clone();
-        let compile = tokio::task::spawn_blocking(move || Component::new(&engine, &source[..]));
+        // The slot goes with the compile: one that outlives its timeout keeps holding it, so
+        // abandoned compiles can never pile up past the limit.
+        let compile = tokio::task::spawn_blocking(move || {
+            let component = Component::new(&engine, &source[..]);
+            drop(compiling);
+            component
+        });
         let component = match tokio::time::timeout(self.config.compile_timeout, compile).await {
             Err(_) => {
                 return Err(UploadError::CompileTimeout(self.config.compile_timeout));

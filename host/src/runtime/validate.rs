@@ -66,6 +66,12 @@ impl UploadError {
             UploadError::TooLarge { .. } => Code::ResourceExhausted,
             UploadError::CompileTimeout(_) => Code::DeadlineExceeded,
             UploadError::Internal(_) => Code::Internal,
+            // A busy server is not the component's fault: say so, with the retryable code.
+            UploadError::Signatures(f)
+                if matches!(f.code(), Code::Unavailable | Code::ResourceExhausted) =>
+            {
+                f.code()
+            }
             _ => Code::InvalidArgument,
         }
     }

@@ -6,6 +6,7 @@
 //! | `spin` | loops forever | DEADLINE_EXCEEDED |
 //! | `memory_bomb` | allocates and touches 1 MiB chunks forever | RESOURCE_EXHAUSTED |
 //! | `recurse` | recurses without bound, 256+ bytes a frame | INTERNAL (stack overflow trap) |
+//! | `deep_recursion` | recurses with wasm locals only, until the host's wasm stack limit | INTERNAL (call stack exhausted) |
 //! | `unreachable` | executes `unreachable` | INTERNAL |
 //! | `divide_by_zero` | divides an integer by a zero it cannot see coming (a Rust panic) | INTERNAL |
 //! | `panic` | `panic!("guest panicked on purpose")` | INTERNAL |
@@ -90,6 +91,24 @@ pub fn divide_by_zero(x: Tensor<f32>) -> Tensor<f32> {
 pub fn panic(x: Tensor<f32>) -> Tensor<f32> {
     black_box(&x);
     panic!("guest panicked on purpose")
+}
+
+/// Recurses without a shadow-stack frame, so the host's wasm stack limit (not the guest's own
+/// stack in linear memory) is what stops it.
+#[wasmrpc_guest::method]
+pub fn deep_recursion(x: Tensor<f32>) -> Tensor<f32> {
+    black_box(depth(black_box(u64::MAX)));
+    x
+}
+
+#[inline(never)]
+fn depth(n: u64) -> u64 {
+    if n == 0 {
+        0
+    } else {
+        // `black_box` on the result stops LLVM from turning this into a loop.
+        black_box(depth(n - 1)).wrapping_add(1)
+    }
 }
 
 /// Size of `huge_output`'s result when `x` does not give one: 256 MiB.
@@ -191,6 +210,7 @@ wasmrpc_guest::export!(
     spin,
     memory_bomb,
     recurse,
+    deep_recursion,
     unreachable,
     divide_by_zero,
     panic,
