@@ -6,6 +6,8 @@ mod health;
 mod methods;
 mod query;
 mod tenant;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 use std::time::Duration;
