@@ -19,14 +19,19 @@ wasmrpc=target/release/wasmrpc
 listen=${WASMRPC_LISTEN:-127.0.0.1:8080}
 export WASMRPC_SERVER="http://$listen"
 
-"$wasmrpc" serve --listen "$listen" "$@" &
+started=$(mktemp)
+"$wasmrpc" serve --listen "$listen" "$@" > >(tee "$started") &
 server=$!
-trap 'kill "$server" 2>/dev/null || true' INT TERM EXIT
+trap 'kill "$server" 2>/dev/null || true; rm -f "$started"' INT TERM EXIT
 
-# Wait until the server answers; registering works while it still loads what it has stored.
+# Wait for this server's own "listening" line (not just any server on the port), then until it
+# answers; registering works while it still loads what it has stored.
+until grep -q "listening on" "$started"; do
+    kill -0 "$server" 2>/dev/null || { echo "the server did not start" >&2; exit 1; }
+    sleep 0.1
+done
 for _ in $(seq 1 300); do
     if "$wasmrpc" list >/dev/null 2>&1; then break; fi
-    kill -0 "$server" 2>/dev/null || { echo "the server exited" >&2; exit 1; }
     sleep 0.1
 done
 
