@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::value::RawValue;
@@ -13,6 +13,7 @@ use wasmrpc_client::{CallResponse, Code, MethodList, Tensor};
 use super::AppState;
 use super::body::read_limited;
 use super::error::ApiError;
+use super::path::MethodName;
 use super::query::ApiQuery;
 use super::tenant::Tenant;
 
@@ -34,7 +35,7 @@ pub struct VersionQuery {
 pub async fn register(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path(name): Path<String>,
+    MethodName(name): MethodName,
     ApiQuery(query): ApiQuery<RegisterQuery>,
     headers: HeaderMap,
     body: Body,
@@ -66,7 +67,7 @@ pub async fn list(
 pub async fn describe(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path(name): Path<String>,
+    MethodName(name): MethodName,
     ApiQuery(query): ApiQuery<VersionQuery>,
 ) -> Result<Response, ApiError> {
     let info = state
@@ -80,7 +81,7 @@ pub async fn describe(
 pub async fn delete(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path(name): Path<String>,
+    MethodName(name): MethodName,
 ) -> Result<Response, ApiError> {
     let versions = state.service.delete(&tenant, &name).await?;
     Ok(Json(serde_json::json!({ "name": name, "deleted_versions": versions })).into_response())
@@ -99,7 +100,7 @@ struct CallBody {
 pub async fn call(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path(name): Path<String>,
+    MethodName(name): MethodName,
     ApiQuery(query): ApiQuery<VersionQuery>,
     headers: HeaderMap,
     body: Body,

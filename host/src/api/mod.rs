@@ -4,6 +4,7 @@ mod body;
 pub mod error;
 mod health;
 mod methods;
+mod path;
 mod query;
 mod tenant;
 #[cfg(test)]

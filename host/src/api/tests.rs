@@ -87,7 +87,11 @@ async fn unknown_routes_methods_and_verbs_get_json_errors() {
 async fn bad_query_strings_are_json_invalid_argument() {
     let dir = tempfile::tempdir().unwrap();
     let state = state(&dir);
-    for uri in ["/v1/methods/x?version=abc", "/v1/methods/x?unknown=1"] {
+    for uri in [
+        "/v1/methods/x?version=abc",
+        "/v1/methods/x?unknown=1",
+        "/v1/methods/%FF",
+    ] {
         let (status, json) = send(&state, get(uri)).await;
         assert_eq!(
             (status, code(&json)),

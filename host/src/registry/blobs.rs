@@ -61,7 +61,7 @@ impl BlobStore {
     /// Store `bytes`, which must hash to `digest`. Durable when it returns: the file and its
     /// directory entry are fsynced.
     ///
-    /// A blob already present with the right size is left alone, so writing is idempotent and
+    /// A blob already present that still hashes to `digest` is left alone, so writing is idempotent and
     /// concurrent writers of the same bytes all succeed (each renames its own complete temp file;
     /// the last rename wins, and every version of the file is whole).
     ///

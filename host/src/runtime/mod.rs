@@ -189,7 +189,16 @@ impl Runtime {
     }
 
     async fn signatures_of(&self, module: &Module) -> Result<Vec<MethodSignature>, GuestFailure> {
-        let _slot = self.acquire_slot(self.config.signatures_deadline).await?;
+        // Waiting too long for a slot means the server is busy, not that the component is bad.
+        let _slot = self
+            .acquire_slot(self.config.signatures_deadline)
+            .await
+            .map_err(|e| match e {
+                GuestFailure::Deadline { .. } => GuestFailure::Capacity(
+                    "the server is too busy to load the component now; try again".into(),
+                ),
+                other => other,
+            })?;
         let (mut store, _) = self.new_store(self.config.signatures_deadline);
         let result = async {
             let instance = module.pre.instantiate_async(&mut store).await?;

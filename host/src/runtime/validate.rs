@@ -67,11 +67,9 @@ impl UploadError {
             UploadError::CompileTimeout(_) => Code::DeadlineExceeded,
             UploadError::Internal(_) => Code::Internal,
             // A busy server is not the component's fault: say so, with the retryable code.
-            UploadError::Signatures(f)
-                if matches!(f.code(), Code::Unavailable | Code::ResourceExhausted) =>
-            {
-                f.code()
-            }
+            UploadError::Signatures(
+                f @ (GuestFailure::Capacity(_) | GuestFailure::Overloaded(_)),
+            ) => f.code(),
             _ => Code::InvalidArgument,
         }
     }
