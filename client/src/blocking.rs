@@ -40,6 +40,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
+use crate::client::ClientOptions;
 use crate::code::Code;
 use crate::error::Error;
 use crate::signature::{MethodInfo, MethodSignature, TensorSpec};
@@ -207,8 +208,9 @@ impl Client {
     /// Start the runtime thread, connect to the server at `address` and fetch its methods, like
     /// TF's `Client.create` (see [`crate::Client::create`]).
     ///
-    /// `rpc_layer` is `"http"`; `name` identifies this client in the server's logs; `timeout` is
-    /// the default for every call and bounds creation itself (`Duration::ZERO`: no timeout).
+    /// `rpc_layer` is `"http"` or `"https"`; `name` identifies this client in the server's logs;
+    /// `timeout` is the default for every call and bounds creation itself (`Duration::ZERO`: no
+    /// timeout).
     ///
     /// # Errors
     /// INVALID_ARGUMENT for an unsupported rpc layer (listing the supported ones) or a bad address;
@@ -258,14 +260,45 @@ impl Client {
         timeout: Duration,
         key: Option<&str>,
     ) -> Result<Client, Error> {
+        let options = ClientOptions {
+            key: key.map(str::to_owned),
+            ..ClientOptions::default()
+        };
+        Client::create_with_options(rpc_layer, address, name, timeout, options)
+    }
+
+    /// [`Client::create`] with [`ClientOptions`]: an API key, and CA certificates to trust for
+    /// `https` besides the webpki roots (see [`crate::Client::create_with_options`]).
+    ///
+    /// # Errors
+    /// As [`crate::Client::create_with_options`].
+    ///
+    /// # Panics
+    /// Inside an async runtime (see the [module documentation](self)).
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use wasmrpc_client::ClientOptions;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let options = ClientOptions::default().with_ca_cert_pem(std::fs::read("ca.pem")?);
+    /// let client = wasmrpc_client::blocking::Client::create_with_options(
+    ///     "https", "localhost:8443", "demo", Duration::from_secs(5), options)?;
+    /// # Ok(()) }
+    /// ```
+    #[track_caller]
+    pub fn create_with_options(
+        rpc_layer: &str,
+        address: &str,
+        name: &str,
+        timeout: Duration,
+        options: ClientOptions,
+    ) -> Result<Client, Error> {
         assert_not_in_runtime("Client::create");
         let worker = Worker::start()?;
         let (rpc_layer, address, name) =
             (rpc_layer.to_owned(), address.to_owned(), name.to_owned());
-        let key = key.map(str::to_owned);
         let inner = worker.run("Client::create", async move {
-            crate::Client::create_with_key(&rpc_layer, &address, &name, timeout, key.as_deref())
-                .await
+            crate::Client::create_with_options(&rpc_layer, &address, &name, timeout, options).await
         })?;
         Ok(Client { inner, worker })
     }
@@ -281,7 +314,7 @@ impl Client {
         self.inner.name()
     }
 
-    /// The server's address, as `http://host:port`.
+    /// The server's address, as `http://host:port` or `https://host:port`.
     ///
     /// ```no_run
     /// # fn demo(client: wasmrpc_client::blocking::Client) {

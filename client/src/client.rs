@@ -39,12 +39,13 @@ use crate::tensor::Tensor;
 use crate::transport::Transport;
 use crate::{CallRequest, CallResponse, MethodList};
 
-/// The rpc layers a client can speak.
+/// The rpc layers a client can speak: `http` (HTTP/2 with prior knowledge over TCP) and `https`
+/// (HTTP/2 over TLS).
 ///
 /// ```
-/// assert_eq!(wasmrpc_client::client::RPC_LAYERS, &["http"]);
+/// assert_eq!(wasmrpc_client::client::RPC_LAYERS, &["http", "https"]);
 /// ```
-pub const RPC_LAYERS: &[&str] = &["http"];
+pub const RPC_LAYERS: &[&str] = &["http", "https"];
 
 /// Extra time the client waits past a call's timeout for the server's own DEADLINE_EXCEEDED, which
 /// carries a better message; past it the client gives up by itself.
@@ -97,20 +98,92 @@ fn check_name(name: &str) -> Result<(), Error> {
     }
 }
 
-/// `host:port` or `http://host:port` → `http://host:port`.
-fn base_url(rpc_layer: &str, address: &str) -> String {
-    if address.contains("://") {
-        address.to_owned()
-    } else {
-        format!("{rpc_layer}://{address}")
+/// `host:port` or `{rpc_layer}://host:port` → `{rpc_layer}://host:port`; an address whose scheme
+/// is not the rpc layer is refused rather than silently sent over the other one.
+fn base_url(rpc_layer: &str, address: &str) -> Result<String, Error> {
+    match address.split_once("://") {
+        None => Ok(format!("{rpc_layer}://{address}")),
+        Some((scheme, _)) if scheme.eq_ignore_ascii_case(rpc_layer) => {
+            Ok(format!("{rpc_layer}://{}", &address[scheme.len() + 3..]))
+        }
+        Some((scheme, _)) => Err(Error::new(
+            Code::InvalidArgument,
+            format!(
+                "the address `{address}` is {scheme} but rpc_layer is `{rpc_layer}`: use \
+                 rpc_layer `{scheme}` with it, or give the address as host:port"
+            ),
+        )),
+    }
+}
+
+/// How [`Client::create_with_options`] connects, beyond the address: the API key and, for the
+/// `https` layer, the CA certificates trusted besides the webpki roots (a private CA, or a
+/// self-signed server certificate).
+///
+/// ```
+/// use wasmrpc_client::ClientOptions;
+/// # fn demo() -> std::io::Result<()> {
+/// let options = ClientOptions::default()
+///     .with_key("my-tenant-key")
+///     .with_ca_cert_pem(std::fs::read("ca.pem")?);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct ClientOptions {
+    /// API key, sent as `Authorization: Bearer <key>`.
+    pub key: Option<String>,
+    /// Extra trusted CA certificates for `https`, each a PEM file's contents (one or more
+    /// `-----BEGIN CERTIFICATE-----` blocks). The webpki roots are always trusted; `http`
+    /// ignores these.
+    pub ca_certs_pem: Vec<Vec<u8>>,
+}
+
+impl ClientOptions {
+    /// Send `key` as `Authorization: Bearer <key>`.
+    ///
+    /// ```
+    /// let options = wasmrpc_client::ClientOptions::default().with_key("k");
+    /// assert_eq!(options.key.as_deref(), Some("k"));
+    /// ```
+    pub fn with_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Also trust the CA certificates in `pem` (a PEM file's contents) for `https`.
+    ///
+    /// ```
+    /// let pem = "-----BEGIN CERTIFICATE-----\n...\n-----END CERTIFICATE-----\n";
+    /// let options = wasmrpc_client::ClientOptions::default().with_ca_cert_pem(pem);
+    /// assert_eq!(options.ca_certs_pem.len(), 1);
+    /// ```
+    pub fn with_ca_cert_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.ca_certs_pem.push(pem.into());
+        self
+    }
+}
+
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the key.
+        f.debug_struct("ClientOptions")
+            .field("key", &self.key.as_ref().map(|_| "<redacted>"))
+            .field(
+                "ca_certs_pem",
+                &format_args!("{} PEM file(s)", self.ca_certs_pem.len()),
+            )
+            .finish()
     }
 }
 
 impl Client {
     /// Connect to the server at `address` and fetch its methods, like TF's `Client.create`.
     ///
-    /// `rpc_layer` is `"http"`; `name` identifies this client in the server's logs; `timeout` is
-    /// the default for every call and bounds creation itself (`Duration::ZERO`: no timeout).
+    /// `rpc_layer` is `"http"` or `"https"` (TLS, trusting the webpki roots; see
+    /// [`Client::create_with_options`] for a private CA); `address` is `host:port` or a URL of
+    /// that scheme. `name` identifies this client in the server's logs; `timeout` is the default
+    /// for every call and bounds creation itself (`Duration::ZERO`: no timeout).
     ///
     /// # Errors
     /// INVALID_ARGUMENT for an unsupported rpc layer (listing the supported ones) or a bad address;
@@ -153,21 +226,51 @@ impl Client {
         timeout: Duration,
         key: Option<&str>,
     ) -> Result<Client, Error> {
+        let options = ClientOptions {
+            key: key.map(str::to_owned),
+            ..ClientOptions::default()
+        };
+        Client::create_with_options(rpc_layer, address, name, timeout, options).await
+    }
+
+    /// [`Client::create`] with [`ClientOptions`]: an API key, and CA certificates to trust for
+    /// `https` besides the webpki roots.
+    ///
+    /// With `rpc_layer` `"https"` the address is `host:port` or `https://host:port`; calls go
+    /// over one HTTP/2 connection negotiated by TLS ALPN, and the server's certificate must
+    /// be valid for `host`.
+    ///
+    /// # Errors
+    /// As [`Client::create`]; INVALID_ARGUMENT for a key that is not a valid header value, a CA
+    /// certificate that is not PEM, or an address whose scheme is not `rpc_layer`; UNAVAILABLE
+    /// (naming the certificate problem) when the server's certificate cannot be verified.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use wasmrpc_client::{Client, ClientOptions};
+    /// let options = ClientOptions::default().with_ca_cert_pem(std::fs::read("ca.pem")?);
+    /// let client = Client::create_with_options(
+    ///     "https", "localhost:8443", "me", Duration::from_secs(5), options).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_with_options(
+        rpc_layer: &str,
+        address: &str,
+        name: &str,
+        timeout: Duration,
+        options: ClientOptions,
+    ) -> Result<Client, Error> {
         if !RPC_LAYERS.contains(&rpc_layer) {
-            let hint = if rpc_layer == "https" {
-                " (TLS is not built into this client yet; put a TLS-terminating proxy in front)"
-            } else {
-                ""
-            };
             return Err(Error::new(
                 Code::InvalidArgument,
                 format!(
-                    "unsupported rpc_layer `{rpc_layer}`{hint}; supported layers: {}",
+                    "unsupported rpc_layer `{rpc_layer}`; supported layers: {}",
                     RPC_LAYERS.join(", ")
                 ),
             ));
         }
-        let transport = Transport::new(&base_url(rpc_layer, address), name, key)?;
+        let transport = Transport::with_options(&base_url(rpc_layer, address)?, name, &options)?;
         let client = Client {
             inner: Arc::new(Inner {
                 transport,
@@ -191,7 +294,7 @@ impl Client {
         &self.inner.name
     }
 
-    /// The server's address, as `http://host:port`.
+    /// The server's address, as `http://host:port` or `https://host:port`.
     ///
     /// ```no_run
     /// # async fn demo(client: wasmrpc_client::Client) {
@@ -871,17 +974,89 @@ mod tests {
         assert_eq!(timeout_ms(Duration::MAX), u64::MAX);
     }
 
-    #[test]
-    fn only_http_is_a_supported_layer_and_the_error_says_so() {
-        let rt = tokio::runtime::Builder::new_current_thread()
+    fn create(rpc_layer: &str, address: &str, options: ClientOptions) -> Result<Client, Error> {
+        tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .unwrap();
-        let err = rt
-            .block_on(Client::create("grpc", "127.0.0.1:1", "t", Duration::ZERO))
-            .unwrap_err();
+            .unwrap()
+            .block_on(Client::create_with_options(
+                rpc_layer,
+                address,
+                "t",
+                Duration::from_secs(5),
+                options,
+            ))
+    }
+
+    #[test]
+    fn only_http_and_https_are_supported_layers_and_the_error_lists_both() {
+        let err = create("grpc", "127.0.0.1:1", ClientOptions::default()).unwrap_err();
         assert_eq!(err.code, Code::InvalidArgument);
-        assert!(err.message.contains("supported layers: http"), "{err}");
+        assert!(
+            err.message.contains("supported layers: http, https"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_address_without_a_scheme_takes_the_rpc_layers() {
+        assert_eq!(base_url("http", "h:1").unwrap(), "http://h:1");
+        assert_eq!(base_url("https", "h:1").unwrap(), "https://h:1");
+        assert_eq!(base_url("https", "https://h:1").unwrap(), "https://h:1");
+        assert_eq!(base_url("https", "HTTPS://h:1").unwrap(), "https://h:1");
+    }
+
+    #[test]
+    fn an_https_address_with_the_http_layer_is_invalid_argument_saying_so() {
+        let err = create("http", "https://127.0.0.1:1", ClientOptions::default()).unwrap_err();
+        assert_eq!(err.code, Code::InvalidArgument);
+        assert!(
+            err.message.contains("is https but rpc_layer is `http`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_http_address_with_the_https_layer_is_invalid_argument_saying_so() {
+        let err = create("https", "http://127.0.0.1:1", ClientOptions::default()).unwrap_err();
+        assert_eq!(err.code, Code::InvalidArgument);
+        assert!(
+            err.message.contains("is http but rpc_layer is `https`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_ca_certificate_that_is_not_pem_is_invalid_argument() {
+        let options = ClientOptions::default().with_ca_cert_pem(b"no certificate here".to_vec());
+        let err = create("https", "127.0.0.1:1", options).unwrap_err();
+        assert_eq!(err.code, Code::InvalidArgument);
+        assert!(err.message.contains("CA certificate 0"), "{err}");
+    }
+
+    #[test]
+    fn an_https_server_nobody_listens_on_is_unavailable() {
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let err = create(
+            "https",
+            &format!("127.0.0.1:{port}"),
+            ClientOptions::default(),
+        )
+        .unwrap_err();
+        assert_eq!(err.code, Code::Unavailable, "{err}");
+    }
+
+    #[test]
+    fn client_options_never_print_the_key() {
+        let options = ClientOptions::default()
+            .with_key("secret-key")
+            .with_ca_cert_pem(b"pem".to_vec());
+        let text = format!("{options:?}");
+        assert!(!text.contains("secret-key"), "{text}");
+        assert!(text.contains("1 PEM file(s)"), "{text}");
     }
 
     #[test]

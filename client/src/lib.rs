@@ -15,6 +15,10 @@
 //! | `client.addition_blocking(a, b)` | [`MethodHandle::call_blocking`]`(vec![a, b])` |
 //! | `client.list_registered_methods()` | [`Client::list_registered_methods`] |
 //!
+//! The rpc layer is `"http"` (HTTP/2 with prior knowledge) or `"https"` (HTTP/2 over TLS,
+//! verified against the webpki roots; [`Client::create_with_options`] with [`ClientOptions`]
+//! trusts a private CA too).
+//!
 //! Errors carry the canonical codes TensorFlow and gRPC share ([`Code`]). With the cargo feature
 //! `ndarray`, tensors convert to and from `ndarray::ArrayD`.
 //!
@@ -43,7 +47,7 @@ pub mod signature;
 pub mod tensor;
 pub mod transport;
 
-pub use client::{Client, MethodHandle, StatusOrResult};
+pub use client::{Client, ClientOptions, MethodHandle, StatusOrResult};
 pub use code::Code;
 pub use dtype::DType;
 pub use error::{Error, ErrorBody};

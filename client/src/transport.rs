@@ -1,15 +1,21 @@
-//! One HTTP connection pool per client: HTTP/2 with prior knowledge over plain TCP, so many
-//! concurrent calls share one connection; every request names the client and carries its key.
+//! One HTTP connection pool per client: HTTP/2 with prior knowledge over plain TCP (`http://`)
+//! or HTTP/2 over TLS by ALPN (`https://`), so many concurrent calls share one connection; every
+//! request names the client and carries its key.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, StatusCode, Uri, header};
 use http_body_util::{BodyExt, Full};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject as _;
 
+use crate::client::ClientOptions;
 use crate::code::Code;
 use crate::error::{Error, ErrorBody};
 
@@ -34,11 +40,19 @@ pub struct Transport {
     base: String,
     name: HeaderValue,
     key: Option<HeaderValue>,
-    http: HyperClient<HttpConnector, Full<Bytes>>,
+    http: Pool,
+}
+
+/// The connection pool, cleartext or TLS: the connector types differ.
+#[derive(Clone, Debug)]
+enum Pool {
+    Plain(HyperClient<HttpConnector, Full<Bytes>>),
+    Tls(HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>),
 }
 
 impl Transport {
-    /// A transport to `base` (`http://host:port`), naming itself `name`.
+    /// A transport to `base` (`http://host:port`, or `https://host:port` verified against the
+    /// webpki roots), naming itself `name`.
     ///
     /// # Errors
     /// INVALID_ARGUMENT for a malformed address, name or key.
@@ -46,17 +60,50 @@ impl Transport {
     /// ```
     /// use wasmrpc_client::transport::Transport;
     /// assert!(Transport::new("http://127.0.0.1:8080", "me", None).is_ok());
+    /// assert!(Transport::new("https://127.0.0.1:8443", "me", None).is_ok());
     /// assert!(Transport::new("127.0.0.1:8080", "me", None).unwrap_err().is_invalid_argument());
     /// ```
     pub fn new(base: &str, name: &str, key: Option<&str>) -> Result<Self, Error> {
+        let options = ClientOptions {
+            key: key.map(str::to_owned),
+            ..ClientOptions::default()
+        };
+        Transport::with_options(base, name, &options)
+    }
+
+    /// A transport to `base` (`http://host:port` or `https://host:port`) with `options`: the
+    /// key, and for `https` the CA certificates trusted besides the webpki roots.
+    ///
+    /// # Errors
+    /// INVALID_ARGUMENT for a malformed address, name or key, or a CA certificate that is not
+    /// PEM.
+    ///
+    /// ```
+    /// use wasmrpc_client::{ClientOptions, transport::Transport};
+    /// let options = ClientOptions::default().with_key("my-tenant-key");
+    /// assert!(Transport::with_options("https://127.0.0.1:8443", "me", &options).is_ok());
+    /// let bad_ca = ClientOptions::default().with_ca_cert_pem(b"not a certificate".to_vec());
+    /// let err = Transport::with_options("https://127.0.0.1:8443", "me", &bad_ca).unwrap_err();
+    /// assert!(err.is_invalid_argument());
+    /// ```
+    pub fn with_options(base: &str, name: &str, options: &ClientOptions) -> Result<Self, Error> {
         let base = base.trim_end_matches('/').to_owned();
-        base.parse::<Uri>()
+        let tls = base
+            .parse::<Uri>()
             .ok()
-            .filter(|u| u.scheme_str() == Some("http") && u.authority().is_some())
+            .filter(|u| u.authority().is_some())
+            .and_then(|u| match u.scheme_str() {
+                Some("http") => Some(false),
+                Some("https") => Some(true),
+                _ => None,
+            })
             .ok_or_else(|| {
                 Error::new(
                     Code::InvalidArgument,
-                    format!("`{base}` is not a server address like http://127.0.0.1:8080"),
+                    format!(
+                        "`{base}` is not a server address like http://127.0.0.1:8080 or \
+                         https://example.com:8443"
+                    ),
                 )
             })?;
         let name = HeaderValue::from_str(name).map_err(|_| {
@@ -65,8 +112,16 @@ impl Transport {
                 format!("client name `{name}` is not a valid header value"),
             )
         })?;
-        let key = key
-            .map(|k| HeaderValue::from_str(&format!("Bearer {k}")))
+        let key = options
+            .key
+            .as_deref()
+            .map(|k| {
+                // Sensitive: never printed by Debug, never added to HPACK's dynamic table.
+                HeaderValue::from_str(&format!("Bearer {k}")).map(|mut v| {
+                    v.set_sensitive(true);
+                    v
+                })
+            })
             .transpose()
             .map_err(|_| {
                 Error::new(Code::InvalidArgument, "the key is not a valid header value")
@@ -74,12 +129,25 @@ impl Transport {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         connector.set_connect_timeout(Some(Duration::from_secs(10)));
-        let http = HyperClient::builder(TokioExecutor::new())
+        // HTTP/2 only, over TLS too (ALPN offers just `h2`): every call shares one connection.
+        let mut builder = HyperClient::builder(TokioExecutor::new());
+        builder
             .timer(TokioTimer::new())
             .pool_timer(TokioTimer::new())
             .http2_only(true)
-            .http2_keep_alive_interval(Some(Duration::from_secs(20)))
-            .build(connector);
+            .http2_keep_alive_interval(Some(Duration::from_secs(20)));
+        let http = if tls {
+            // The TLS connector hands `https` addresses to the TCP connector below it.
+            connector.enforce_http(false);
+            let connector = hyper_rustls::HttpsConnectorBuilder::new()
+                .with_tls_config(tls_config(&options.ca_certs_pem)?)
+                .https_only()
+                .enable_http2()
+                .wrap_connector(connector);
+            Pool::Tls(builder.build(connector))
+        } else {
+            Pool::Plain(builder.build(connector))
+        };
         Ok(Transport {
             base,
             name,
@@ -129,14 +197,27 @@ impl Transport {
             .map_err(|e| {
                 Error::new(Code::InvalidArgument, format!("bad request for {uri}: {e}"))
             })?;
-        let response = self.http.request(req).await.map_err(|e| {
+        let response = match &self.http {
+            Pool::Plain(http) => http.request(req).await,
+            Pool::Tls(http) => http.request(req).await,
+        };
+        let response = response.map_err(|e| {
+            let chain = error_chain(&e);
+            let tls = matches!(self.http, Pool::Tls(_));
+            // What these low-level errors usually mean, said in the terms of this API.
+            let hint = if chain.contains("invalid peer certificate") {
+                "; to trust a private CA, give its certificate (ClientOptions::with_ca_cert_pem, \
+                 or --ca-cert in the CLI)"
+            } else if tls && chain.contains("InvalidContentType") {
+                "; the server does not seem to speak TLS: try rpc_layer `http` (an http:// address)"
+            } else if !tls && chain.contains("frame with invalid size") {
+                "; the server may be serving TLS: try rpc_layer `https` (an https:// address)"
+            } else {
+                ""
+            };
             Error::new(
                 Code::Unavailable,
-                format!(
-                    "cannot reach the server at {}: {}",
-                    self.base,
-                    error_chain(&e)
-                ),
+                format!("cannot reach the server at {}: {chain}{hint}", self.base),
             )
         })?;
         let status = response.status();
@@ -152,6 +233,41 @@ impl Transport {
             Err(error_from_response(status, &body))
         }
     }
+}
+
+/// A TLS client configuration trusting the webpki roots and `extra_cas` (PEM, each one or more
+/// certificates), with the `ring` provider so no process-wide default is needed.
+fn tls_config(extra_cas: &[Vec<u8>]) -> Result<rustls::ClientConfig, Error> {
+    let mut roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    for (i, pem) in extra_cas.iter().enumerate() {
+        let invalid = |why: String| {
+            Error::new(
+                Code::InvalidArgument,
+                format!("CA certificate {i} (counting from 0) {why}"),
+            )
+        };
+        let certs = CertificateDer::pem_slice_iter(pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| invalid(format!("is not valid PEM: {e}")))?;
+        if certs.is_empty() {
+            return Err(invalid(
+                "holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into(),
+            ));
+        }
+        for cert in certs {
+            roots
+                .add(cert)
+                .map_err(|e| invalid(format!("cannot be trusted: {e}")))?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::new(Code::Internal, format!("setting up TLS: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
 }
 
 fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::api::HttpLimits;
 use crate::runtime::RuntimeConfig;
-use crate::server::ServeOptions;
+use crate::server::{ServeOptions, tls_config};
 
 /// Settings a TOML file (or flags and environment) may give; every field is optional.
 #[derive(Debug, Default, Clone, serde::Deserialize, clap::Args)]
@@ -64,6 +64,13 @@ pub struct ServeSettings {
     /// Use the pooling allocator (`false` allocates each instance on demand).
     #[arg(long, env = "WASMRPC_POOLING")]
     pub pooling: Option<bool>,
+    /// Serve TLS (h2 and HTTP/1.1 by ALPN) with this PEM certificate chain, leaf first; needs
+    /// `--tls-key` too.
+    #[arg(long, env = "WASMRPC_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of `--tls-cert` (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, env = "WASMRPC_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
 }
 
 macro_rules! merge_fields {
@@ -92,7 +99,9 @@ impl ServeSettings {
             header_timeout_s,
             body_timeout_s,
             drain_timeout_s,
-            pooling
+            pooling,
+            tls_cert,
+            tls_key
         );
         self
     }
@@ -107,8 +116,12 @@ impl ServeSettings {
         toml::from_str(&text).map_err(|e| anyhow::anyhow!("in {}: {e}", path.display()))
     }
 
-    /// The complete configuration, defaults filling what is unset.
-    pub fn resolve(&self) -> ServerConfig {
+    /// The complete configuration, defaults filling what is unset; reads the TLS files.
+    ///
+    /// # Errors
+    /// Only one of `tls_cert` and `tls_key` is set, or a TLS file cannot be read or used (the
+    /// message names the file).
+    pub fn resolve(&self) -> anyhow::Result<ServerConfig> {
         let mut runtime = RuntimeConfig::default();
         let ms = Duration::from_millis;
         let secs = Duration::from_secs;
@@ -159,7 +172,19 @@ impl ServeSettings {
         if let Some(v) = self.drain_timeout_s {
             serve.drain_timeout = secs(v);
         }
-        ServerConfig {
+        serve.tls = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some(tls_config(cert, key)?),
+            (None, None) => None,
+            (Some(_), None) => anyhow::bail!(
+                "a TLS certificate is set but the TLS key is missing: give --tls-key \
+                 (WASMRPC_TLS_KEY, or tls_key in the config file) with --tls-cert"
+            ),
+            (None, Some(_)) => anyhow::bail!(
+                "a TLS key is set but the TLS certificate is missing: give --tls-cert \
+                 (WASMRPC_TLS_CERT, or tls_cert in the config file) with --tls-key"
+            ),
+        };
+        Ok(ServerConfig {
             listen: self
                 .listen
                 .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
@@ -167,7 +192,7 @@ impl ServeSettings {
             runtime,
             http,
             serve,
-        }
+        })
     }
 }
 
@@ -195,4 +220,143 @@ pub fn default_data_dir() -> PathBuf {
         return PathBuf::from(home).join(".local/share/wasmrpc");
     }
     PathBuf::from("wasmrpc-data")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_tls(cert: Option<&Path>, key: Option<&Path>) -> ServeSettings {
+        ServeSettings {
+            tls_cert: cert.map(Path::to_path_buf),
+            tls_key: key.map(Path::to_path_buf),
+            ..ServeSettings::default()
+        }
+    }
+
+    fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
+        let generated = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+        std::fs::write(&cert, generated.cert.pem()).unwrap();
+        std::fs::write(&key, generated.signing_key.serialize_pem()).unwrap();
+        (cert, key)
+    }
+
+    #[test]
+    fn settings_without_tls_serve_cleartext() {
+        assert!(
+            ServeSettings::default()
+                .resolve()
+                .unwrap()
+                .serve
+                .tls
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_tls_certificate_without_a_key_is_an_error_naming_the_key() {
+        let err = with_tls(Some(Path::new("cert.pem")), None)
+            .resolve()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("TLS key is missing"), "{err}");
+        assert!(err.contains("--tls-key"), "{err}");
+        assert!(err.contains("WASMRPC_TLS_KEY"), "{err}");
+    }
+
+    #[test]
+    fn a_tls_key_without_a_certificate_is_an_error_naming_the_certificate() {
+        let err = with_tls(None, Some(Path::new("key.pem")))
+            .resolve()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("TLS certificate is missing"), "{err}");
+        assert!(err.contains("--tls-cert"), "{err}");
+        assert!(err.contains("WASMRPC_TLS_CERT"), "{err}");
+    }
+
+    #[test]
+    fn a_key_file_that_is_not_pem_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, _) = self_signed(dir.path());
+        let bad_key = dir.path().join("not-a-key.txt");
+        std::fs::write(&bad_key, "this is not a private key\n").unwrap();
+        let err = with_tls(Some(&cert), Some(&bad_key))
+            .resolve()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&bad_key.display().to_string()), "{err}");
+        assert!(err.contains("no PEM private key"), "{err}");
+    }
+
+    #[test]
+    fn a_certificate_file_that_cannot_be_read_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, key) = self_signed(dir.path());
+        let missing = dir.path().join("missing.pem");
+        let err = with_tls(Some(&missing), Some(&key))
+            .resolve()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&missing.display().to_string()), "{err}");
+    }
+
+    #[test]
+    fn a_key_that_is_not_the_certificates_is_an_error_naming_both_files() {
+        let (one, other) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (cert, _) = self_signed(one.path());
+        let (_, key) = self_signed(other.path());
+        let err = with_tls(Some(&cert), Some(&key))
+            .resolve()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&cert.display().to_string()), "{err}");
+        assert!(err.contains(&key.display().to_string()), "{err}");
+    }
+
+    #[test]
+    fn a_certificate_and_its_key_give_tls_offering_h2_and_http1() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = self_signed(dir.path());
+        let tls = with_tls(Some(&cert), Some(&key))
+            .resolve()
+            .unwrap()
+            .serve
+            .tls
+            .expect("TLS configured");
+        assert_eq!(
+            tls.alpn_protocols,
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        );
+    }
+
+    #[test]
+    fn a_config_file_may_give_the_tls_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("wasmrpc.toml");
+        std::fs::write(
+            &file,
+            "tls_cert = \"/etc/wasmrpc/chain.pem\"\ntls_key = \"/etc/wasmrpc/key.pem\"\n",
+        )
+        .unwrap();
+        let settings = ServeSettings::from_file(&file).unwrap();
+        assert_eq!(
+            settings.tls_cert.as_deref(),
+            Some(Path::new("/etc/wasmrpc/chain.pem"))
+        );
+        assert_eq!(
+            settings.tls_key.as_deref(),
+            Some(Path::new("/etc/wasmrpc/key.pem"))
+        );
+    }
+
+    #[test]
+    fn tls_settings_merge_from_lower_precedence_sources() {
+        let file = with_tls(Some(Path::new("c.pem")), Some(Path::new("k.pem")));
+        let flags = with_tls(Some(Path::new("flag.pem")), None);
+        let merged = flags.or(&file);
+        assert_eq!(merged.tls_cert.as_deref(), Some(Path::new("flag.pem")));
+        assert_eq!(merged.tls_key.as_deref(), Some(Path::new("k.pem")));
+    }
 }

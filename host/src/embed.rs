@@ -118,15 +118,20 @@ impl Server {
         Server::create("http", "127.0.0.1:0").await
     }
 
-    /// A server from full settings (a persistent `data_dir`, limits…).
+    /// A server from full settings (a persistent `data_dir`, limits, TLS with `tls_cert` and
+    /// `tls_key`…).
     ///
     /// # Errors
-    /// As [`Server::create`]; also a non-loopback address (no authentication yet).
+    /// As [`Server::create`]; also INVALID_ARGUMENT for a non-loopback address (no authentication
+    /// yet) or TLS settings that cannot be used (one of certificate and key missing, a file that
+    /// cannot be read or is not PEM).
     pub async fn with_settings(
         settings: ServeSettings,
         store: Option<tempfile::TempDir>,
     ) -> Result<Server, Status> {
-        let config = settings.resolve();
+        let config = settings
+            .resolve()
+            .map_err(|e| Status::new(Code::InvalidArgument, format!("{e:#}")))?;
         let listen = config.listen;
         // Build first: it refuses a non-loopback address before anything is bound.
         let app =

@@ -50,7 +50,7 @@ fn spin_arg() -> Vec<Tensor> {
 
 /// ESTABLISHED TCP connections from this process to `port` on the loopback.
 #[cfg(target_os = "linux")]
-fn connections_to(port: u16) -> usize {
+pub(crate) fn connections_to(port: u16) -> usize {
     let mut inodes = Vec::new();
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
         let text = std::fs::read_to_string(table).unwrap_or_default();

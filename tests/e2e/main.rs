@@ -10,4 +10,5 @@ mod examples;
 mod registry;
 mod requests;
 mod sandbox;
+mod tls;
 mod uploads;

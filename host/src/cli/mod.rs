@@ -24,12 +24,16 @@ pub struct Cli {
 /// Where the client commands connect.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServerArgs {
-    /// Server address.
+    /// Server address: `http://HOST:PORT`, or `https://HOST:PORT` for TLS.
     #[arg(long, env = "WASMRPC_SERVER", default_value = "http://127.0.0.1:8080")]
     server: String,
     /// API key (sent as `Authorization: Bearer KEY`).
     #[arg(long, env = "WASMRPC_KEY", hide_env_values = true)]
     key: Option<String>,
+    /// PEM CA certificate to trust for an `https` server, besides the webpki roots (a private
+    /// CA, or the server's self-signed certificate).
+    #[arg(long, env = "WASMRPC_CA_CERT")]
+    ca_cert: Option<PathBuf>,
     /// Seconds to wait for the server.
     #[arg(long, default_value_t = 30)]
     timeout_s: u64,
@@ -42,8 +46,9 @@ enum Command {
         /// TOML file of settings (flags and WASMRPC_* variables override it).
         #[arg(long, env = "WASMRPC_CONFIG")]
         config: Option<PathBuf>,
+        // Boxed: the settings dwarf the other commands' arguments.
         #[command(flatten)]
-        settings: ServeSettings,
+        settings: Box<ServeSettings>,
     },
     /// Register a component under NAME (a new version if NAME exists).
     Deploy {
@@ -108,7 +113,7 @@ pub fn main() -> ExitCode {
         }
     }
     let result = match cli.command {
-        Command::Serve { config, settings } => serve::run(config, settings),
+        Command::Serve { config, settings } => serve::run(config, *settings),
         Command::Deploy {
             name,
             file,

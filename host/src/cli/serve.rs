@@ -20,7 +20,7 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
         Some(path) => flags.or(&ServeSettings::from_file(path)?),
         None => flags,
     };
-    let config = settings.resolve();
+    let config = settings.resolve()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("wasmrpc-worker")
@@ -32,7 +32,12 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
             .await
             .with_context(|| format!("binding {}", config.listen))?;
         let address = listener.local_addr()?;
-        println!("wasmrpc listening on http://{address}");
+        let scheme = if config.serve.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        println!("wasmrpc listening on {scheme}://{address}");
         std::io::stdout().flush()?;
         tracing::info!(%address, data_dir = %config.data_dir.display(), "serving");
         app.run(listener, shutdown_signal()).await?;

@@ -10,7 +10,7 @@ use super::http::Http;
 /// A running server; killed when dropped.
 pub struct TestServer {
     child: Child,
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (`https://` when started with `--tls-cert`).
     pub url: String,
     data_dir: PathBuf,
     _owned_dir: Option<tempfile::TempDir>,
@@ -66,6 +66,9 @@ impl TestServer {
     }
 
     fn wait_ready(&self) {
+        if self.url.starts_with("https://") {
+            return self.wait_ready_over_tls();
+        }
         let http = Http::new(&self.url);
         let started = Instant::now();
         loop {
@@ -79,6 +82,43 @@ impl TestServer {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// `wait_ready` for a TLS server (`--tls-cert`): polls `/readyz` with the client SDK's
+    /// transport, trusting the certificates of the served chain (tests put their CA in it).
+    fn wait_ready_over_tls(&self) {
+        let cert = self
+            .extra
+            .iter()
+            .position(|a| a == "--tls-cert")
+            .and_then(|i| self.extra.get(i + 1))
+            .expect("an https server started with --tls-cert PATH");
+        let options = wasmrpc_client::ClientOptions::default()
+            .with_ca_cert_pem(std::fs::read(cert).expect("reading --tls-cert"));
+        let transport =
+            wasmrpc_client::transport::Transport::with_options(&self.url, "wait-ready", &options)
+                .expect("a transport to the TLS server");
+        // A runtime of its own on a thread of its own: tests start servers from async tests too.
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                let started = Instant::now();
+                while runtime
+                    .block_on(transport.send(http::Method::GET, "/readyz", None))
+                    .is_err()
+                {
+                    assert!(
+                        started.elapsed() < Duration::from_secs(120),
+                        "server at {} never became ready",
+                        self.url
+                    );
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            });
+        });
     }
 
     /// An HTTP/1.1 helper for this server.
