@@ -425,6 +425,14 @@ impl Service {
     ) -> Result<Vec<Tensor>, Status> {
         let registration = &method.registration;
         let started = Instant::now();
+        // If the caller goes away mid-call (the client disconnected), this future is dropped and
+        // the guest with it; the guard still counts the call, as CANCELLED.
+        let mut record = CallRecord {
+            metrics: &self.metrics,
+            registration,
+            started,
+            code: Some(Code::Cancelled),
+        };
         let result = match registration.signature.check_args(&args) {
             Err(why) => Err(Status::new(Code::InvalidArgument, why)),
             Ok(()) => {
@@ -435,13 +443,8 @@ impl Service {
                     .map_err(Status::from)
             }
         };
-        let code = result.as_ref().err().map(|e| e.code);
-        self.metrics.record_call(
-            &registration.tenant,
-            &registration.name,
-            code,
-            started.elapsed(),
-        );
+        record.code = result.as_ref().err().map(|e| e.code);
+        drop(record);
         result
     }
 
@@ -459,6 +462,26 @@ impl Service {
     ) -> Result<Vec<Tensor>, Status> {
         let method = self.resolve(tenant, name, version).await?;
         self.invoke(&method, args, timeout).await
+    }
+}
+
+/// Records one call in the metrics when dropped, whether the call finished or was abandoned.
+struct CallRecord<'a> {
+    metrics: &'a Metrics,
+    registration: &'a Registration,
+    started: Instant,
+    /// `None` for OK; stays CANCELLED unless the call finishes.
+    code: Option<Code>,
+}
+
+impl Drop for CallRecord<'_> {
+    fn drop(&mut self) {
+        self.metrics.record_call(
+            &self.registration.tenant,
+            &self.registration.name,
+            self.code,
+            self.started.elapsed(),
+        );
     }
 }
 

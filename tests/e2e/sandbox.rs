@@ -229,3 +229,47 @@ fn sigterm_lets_in_flight_calls_finish_and_then_exits() {
         "new connections are refused after shutdown"
     );
 }
+
+#[test]
+fn clients_that_disconnect_mid_call_leave_no_busy_slot_behind() {
+    let server = TestServer::start(&[
+        "--max-concurrent-calls",
+        "4",
+        "--default-deadline-ms",
+        "5000",
+    ]);
+    let http = server.http();
+    register(&http, "spin", "guest-hostile", Some("spin"));
+    register(&http, "hostile", "guest-hostile", Some("echo"));
+    let body = json!({ "args": [scalar_f32(0.0)], "timeout_ms": 30_000 }).to_string();
+    for _ in 0..200 {
+        use std::io::Write as _;
+        let mut s = http.connect();
+        write!(
+            s,
+            "POST /v1/methods/spin/call HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        // Hang up while the guest spins.
+        std::thread::sleep(Duration::from_millis(5));
+        drop(s);
+    }
+    // Had any of the 200 abandoned calls kept its slot, 4 slots would be busy for 30 s and this
+    // call would wait past its own deadline.
+    let started = Instant::now();
+    let r = http.call("hostile", json!([scalar_f32(1.0)]), 3000);
+    assert_eq!(outputs(&r)[0], scalar_f32(1.0), "{:?}", started.elapsed());
+    assert_still_serving(&http);
+    // The abandoned calls did reach the guest, and were cancelled rather than left running.
+    let metrics = String::from_utf8(http.get("/metrics").body).unwrap();
+    let cancelled: u64 = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with(r#"wasmrpc_calls_total{tenant="default",method="spin",code="CANCELLED"}"#)
+        })
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(cancelled > 0, "no cancelled spin calls in:\n{metrics}");
+}
