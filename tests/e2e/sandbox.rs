@@ -273,3 +273,44 @@ fn clients_that_disconnect_mid_call_leave_no_busy_slot_behind() {
         .unwrap_or(0);
     assert!(cancelled > 0, "no cancelled spin calls in:\n{metrics}");
 }
+
+#[test]
+fn a_burst_past_capacity_is_refused_fast_and_the_server_recovers() {
+    let server = TestServer::start(&["--max-concurrent-calls", "2", "--max-queued-calls", "4"]);
+    let http = server.http();
+    register(&http, "spin", "guest-hostile", Some("spin"));
+    register(&http, "hostile", "guest-hostile", Some("echo"));
+    let burst: Vec<_> = (0..40)
+        .map(|_| {
+            let http = http.clone();
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                let r = call(&http, "spin", 0.0, 400);
+                (r.code(), started.elapsed())
+            })
+        })
+        .collect();
+    let results: Vec<(String, Duration)> = burst.into_iter().map(|t| t.join().unwrap()).collect();
+    let refused: Vec<&Duration> = results
+        .iter()
+        .filter(|(code, _)| code == "RESOURCE_EXHAUSTED")
+        .map(|(_, took)| took)
+        .collect();
+    let admitted = results
+        .iter()
+        .filter(|(code, _)| code == "DEADLINE_EXCEEDED")
+        .count();
+    assert_eq!(refused.len() + admitted, 40, "{results:?}");
+    assert!(
+        refused.len() >= 40 - 6,
+        "at most 2 running + 4 waiting: {results:?}"
+    );
+    // Refusals do not wait for a slot; generous bound for a loaded debug build.
+    assert!(
+        refused
+            .iter()
+            .all(|took| **took < Duration::from_millis(1000)),
+        "{results:?}"
+    );
+    assert_still_serving(&http);
+}

@@ -356,8 +356,13 @@ impl Runtime {
             if Instant::now() >= deadline_at {
                 Err(wasmtime::Error::new(DeadlinePassed))
             } else {
-                // Yield to tokio at every tick: a spinning guest shares its worker thread.
-                Ok(UpdateDeadline::Yield(1))
+                // Yield to tokio at every tick so a spinning guest shares its worker thread.
+                // `yield_now` puts the task at the back of the queue; a plain self-wake would
+                // land in tokio's LIFO slot and run the guest again before anything else.
+                Ok(UpdateDeadline::YieldCustom(
+                    1,
+                    Box::pin(tokio::task::yield_now()),
+                ))
             }
         });
         (store, log)
