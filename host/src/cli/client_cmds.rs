@@ -9,6 +9,7 @@ use wasmrpc_client::{Client, ClientOptions};
 use super::ServerArgs;
 use super::args::parse_arg;
 use super::output;
+use crate::out;
 
 fn block_on<T>(fut: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
     tokio::runtime::Builder::new_current_thread()
@@ -59,7 +60,7 @@ pub fn deploy(
                 && current.digest == digest
                 && export.is_none_or(|e| e == current.export)
             {
-                println!(
+                out!(
                     "{name} is unchanged (version {}, {digest})",
                     current.version
                 );
@@ -67,11 +68,14 @@ pub fn deploy(
             }
         }
         let info = client.register(name, bytes, export).await?;
-        println!(
+        out!(
             "registered {} version {} ({}, {} bytes)",
-            info.name, info.version, info.digest, info.size
+            info.name,
+            info.version,
+            info.digest,
+            info.size
         );
-        println!("  {}", output::signature_line(&info.name, &info.signature));
+        out!("  {}", output::signature_line(&info.name, &info.signature));
         Ok(())
     })
 }
@@ -81,14 +85,14 @@ pub fn list(server: &ServerArgs, json: bool) -> anyhow::Result<()> {
         let client = connect(server).await?;
         let methods = client.list_registered_methods();
         if json {
-            println!("{}", serde_json::to_string_pretty(&methods)?);
+            out!("{}", serde_json::to_string_pretty(&methods)?);
             return Ok(());
         }
         if methods.is_empty() {
-            println!("no methods registered");
+            out!("no methods registered");
         }
         for m in methods {
-            println!(
+            out!(
                 "{}  (version {} of {:?})",
                 output::signature_line(&m.name, &m.signature),
                 m.version,
@@ -96,7 +100,7 @@ pub fn list(server: &ServerArgs, json: bool) -> anyhow::Result<()> {
             );
             let doc = m.signature.doc.trim();
             if !doc.is_empty() {
-                println!("    {}", doc.replace('\n', "\n    "));
+                out!("    {}", doc.replace('\n', "\n    "));
             }
         }
         Ok(())
@@ -124,7 +128,7 @@ pub fn call(
             None => client.call_async(name, args, None, timeout).await?,
         };
         if json {
-            println!("{}", serde_json::to_string(&outputs)?);
+            out!("{}", serde_json::to_string(&outputs)?);
             return Ok(());
         }
         let names: Vec<String> = client
@@ -142,7 +146,7 @@ pub fn call(
                 .get(i)
                 .cloned()
                 .unwrap_or_else(|| format!("output_{i}"));
-            println!("{label}: {}", output::tensor_text(t));
+            out!("{label}: {}", output::tensor_text(t));
         }
         Ok(())
     })
@@ -152,7 +156,7 @@ pub fn delete(server: &ServerArgs, name: &str) -> anyhow::Result<()> {
     block_on(async {
         let client = connect(server).await?;
         let versions = client.delete(name).await?;
-        println!("deleted {name} (versions {versions:?})");
+        out!("deleted {name} (versions {versions:?})");
         Ok(())
     })
 }

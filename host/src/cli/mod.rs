@@ -3,7 +3,7 @@
 
 mod args;
 mod client_cmds;
-mod output;
+pub mod output;
 mod serve;
 
 use std::path::PathBuf;
@@ -104,14 +104,6 @@ enum Command {
 /// Run the command line; the binary's `main` is only this.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    if !matches!(cli.command, Command::Serve { .. }) {
-        // Client commands are filters: `wasmrpc list | head` should end quietly, as `ls` does,
-        // instead of panicking on a closed pipe. The server keeps Rust's default (ignore).
-        // SAFETY: called before any other thread exists; restores the default disposition.
-        unsafe {
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        }
-    }
     let result = match cli.command {
         Command::Serve { config, settings } => serve::run(config, *settings),
         Command::Deploy {

@@ -1,6 +1,27 @@
 //! Printing signatures and tensors for people.
 
+use std::io::Write as _;
+
 use wasmrpc_client::{DType, MethodSignature, Tensor, TensorSpec};
+
+/// `println!` for the client commands, which are filters: when stdout is a closed pipe
+/// (`wasmrpc list | head`) the command ends quietly, as `ls` does, instead of panicking.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::cli::output::print_line(format_args!($($arg)*)) };
+}
+
+/// Write one line to stdout; exit 0 on a closed pipe.
+pub fn print_line(line: std::fmt::Arguments<'_>) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = writeln!(stdout, "{line}") {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        panic!("writing to stdout failed: {e}");
+    }
+}
 
 fn spec_text(s: &TensorSpec) -> String {
     match s.shape {
