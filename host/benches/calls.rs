@@ -35,7 +35,7 @@ fn report(name: &str, unit: &str, wasm: f64, native: f64, lower_is_better: bool)
         native / wasm
     };
     println!(
-        "{name:<34} wasmrpc {wasm:>10.2} {unit:<7} native {native:>10.2} {unit:<7} wasmrpc/native cost {ratio:>6.2}x"
+        "{name:<42} wasmrpc {wasm:>10.2} {unit:<7} native {native:>10.2} {unit:<7} wasmrpc/native cost {ratio:>6.2}x"
     );
 }
 
@@ -46,8 +46,8 @@ fn inputs(n: usize) -> (Vec<i32>, Vec<i32>) {
     )
 }
 
-async fn bench_instance_per_call(component: &[u8]) {
-    let runtime = Runtime::new(RuntimeConfig::default()).expect("engine");
+async fn bench_instance_per_call(component: &[u8], label: &str, config: RuntimeConfig) {
+    let runtime = Runtime::new(config).expect("engine");
     let module = runtime
         .load(Arc::new(component.to_vec()))
         .await
@@ -79,7 +79,7 @@ async fn bench_instance_per_call(component: &[u8]) {
         native_rounds.push(started.elapsed().as_secs_f64() * 1e6 / calls as f64);
     }
     report(
-        "call, fresh instance (add 1000 i32)",
+        &format!("call, fresh instance, {label}"),
         "us/call",
         median(wasm_rounds),
         median(native_rounds),
@@ -191,7 +191,21 @@ fn main() {
         "median of {ROUNDS} rounds; cost ratio = how many times slower wasmrpc is than native"
     );
     rt.block_on(async {
-        bench_instance_per_call(&component).await;
+        // The default, then the pooling allocator's reset strategies side by side.
+        bench_instance_per_call(&component, "default", RuntimeConfig::default()).await;
+        for keep in [0, 256 << 10, 1 << 20] {
+            let config = RuntimeConfig {
+                pool_keep_resident_bytes: keep,
+                ..RuntimeConfig::default()
+            };
+            let label = format!("keep resident {} KiB", keep >> 10);
+            bench_instance_per_call(&component, &label, config).await;
+        }
+        let on_demand = RuntimeConfig {
+            pooling: false,
+            ..RuntimeConfig::default()
+        };
+        bench_instance_per_call(&component, "no pooling", on_demand).await;
         bench_http(&component).await;
     });
 }

@@ -40,6 +40,9 @@ pub struct RuntimeConfig {
     pub max_queued_calls: usize,
     /// Use wasmtime's pooling allocator (pre-reserved slots: fast instantiation).
     pub pooling: bool,
+    /// Bytes at the start of each pooled memory and table that are reset with `memset` when a
+    /// slot is reused, instead of being handed back to the kernel (see docs/benchmarks.md).
+    pub pool_keep_resident_bytes: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -61,6 +64,7 @@ impl Default for RuntimeConfig {
             max_concurrent_calls: 64,
             max_queued_calls: 4096,
             pooling: true,
+            pool_keep_resident_bytes: 64 << 10,
         }
     }
 }

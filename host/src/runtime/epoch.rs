@@ -8,9 +8,6 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 use super::config::{EPOCH_TICK, RuntimeConfig};
 
-/// Bytes of each pooled memory and table reset in place rather than returned to the kernel.
-const KEEP_RESIDENT_BYTES: usize = 1 << 20;
-
 /// Bytes of native stack a guest's fiber gets: the wasm stack limit plus room for host calls.
 fn async_stack_size(config: &RuntimeConfig) -> usize {
     config.max_wasm_stack + (1 << 20)
@@ -42,8 +39,8 @@ pub fn engine_config(config: &RuntimeConfig) -> Config {
             .max_memory_size(config.memory_per_call)
             // Reset the first pages of a reused slot with memset instead of madvise: cheaper for
             // the small heaps most calls touch, and just as clean (see the marker test).
-            .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
-            .table_keep_resident(KEEP_RESIDENT_BYTES);
+            .linear_memory_keep_resident(config.pool_keep_resident_bytes)
+            .table_keep_resident(config.pool_keep_resident_bytes);
         c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
     c
