@@ -2,19 +2,12 @@
 
 use std::process::Command;
 
-use crate::support::{TestServer, guest};
+use crate::support::{TestServer, guest, run_wasmrpc};
 
 fn wasmrpc(server: &TestServer, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_wasmrpc"))
-        .args(args)
-        .args(["--server", &server.url])
-        .output()
-        .expect("running wasmrpc");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let mut all = args.to_vec();
+    all.extend(["--server", &server.url]);
+    run_wasmrpc(&all)
 }
 
 #[test]

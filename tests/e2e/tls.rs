@@ -309,18 +309,7 @@ fn a_client_that_never_starts_the_handshake_is_disconnected_after_the_header_tim
     assert!(took < Duration::from_secs(10), "{took:?}");
 }
 
-fn wasmrpc(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_wasmrpc"))
-        .args(args)
-        .env_remove("WASMRPC_CA_CERT")
-        .output()
-        .expect("running wasmrpc");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::support::run_wasmrpc as wasmrpc;
 
 #[test]
 fn the_cli_deploys_and_lists_over_https_with_ca_cert() {

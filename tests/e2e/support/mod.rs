@@ -46,3 +46,20 @@ pub fn outputs(r: &http::Response) -> Vec<Value> {
     );
     r.json()["outputs"].as_array().cloned().unwrap_or_default()
 }
+
+/// Run the `wasmrpc` binary with `args`, free of the caller's `WASMRPC_*` client settings;
+/// returns (success, stdout, stderr).
+pub fn run_wasmrpc(args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wasmrpc"))
+        .args(args)
+        .env_remove("WASMRPC_CA_CERT")
+        .env_remove("WASMRPC_SERVER")
+        .env_remove("WASMRPC_KEY")
+        .output()
+        .expect("running wasmrpc");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
