@@ -30,8 +30,8 @@ enum ModuleSlot {
 /// A method resolved for a call: its registration and its compiled component.
 #[derive(Clone)]
 pub struct Resolved {
-    /// The registration being called.
-    pub registration: Registration,
+    /// The registration being called, shared with the index (no copy per call).
+    pub registration: Arc<Registration>,
     module: Arc<Module>,
 }
 
@@ -325,7 +325,7 @@ impl Service {
         version: Option<u32>,
     ) -> Result<MethodInfo, Status> {
         let registration = self.lookup(tenant, name, version).await?;
-        self.info(registration).await
+        self.info(Registration::clone(&registration)).await
     }
 
     async fn lookup(
@@ -333,10 +333,10 @@ impl Service {
         tenant: &str,
         name: &str,
         version: Option<u32>,
-    ) -> Result<Registration, Status> {
+    ) -> Result<Arc<Registration>, Status> {
         let indexed = self.index().as_ref().map(|i| i.get(tenant, name, version));
         let found = match indexed {
-            Some((found, name_exists)) => (found.map(|r| (*r).clone()), name_exists),
+            Some(found) => found,
             None => {
                 let registry = self.registry.clone();
                 let (t, n) = (tenant.to_owned(), name.to_owned());
@@ -344,7 +344,7 @@ impl Service {
                     let wanted = registry.get(&t, &n, version)?;
                     // Tell "no such version" apart from "no such method" for a clearer message.
                     let name_exists = wanted.is_none() && registry.get(&t, &n, None)?.is_some();
-                    Ok((wanted, name_exists))
+                    Ok((wanted.map(Arc::new), name_exists))
                 })
                 .await?
             }
