@@ -133,3 +133,72 @@ fn every_acknowledged_upload_survives_kill_9_during_concurrent_uploads() {
         assert_eq!(leftovers, 0, "temp files left in {}", blobs.display());
     }
 }
+
+/// Copy a directory tree (the fixture is read-only input; the server takes a lock and writes).
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("create copy");
+    for entry in std::fs::read_dir(from).expect("read fixture") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy file");
+        }
+    }
+}
+
+/// `tests/fixtures/data-dir-format-0` was written by the server before stored registrations had
+/// a format number of their own; an upgrade must read it as it was.
+#[test]
+fn a_data_dir_written_before_the_format_number_still_loads() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/data-dir-format-0");
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_tree(&fixture, dir.path());
+    let server = TestServer::start_in(dir.path(), &[]);
+    let http = server.http();
+
+    let add = http.get("/v1/methods/add").json();
+    assert_eq!(add["version"], 2);
+    assert_eq!(add["versions"], json!([1, 2]));
+    assert_eq!(add["export"], "add");
+    assert_eq!(
+        add["digest"],
+        "sha256:8bc0714ca53aee76dcdc089bd6ef14586d8494f9055edd58d80561463d657dac"
+    );
+    assert_eq!(add["created_ms"], 1_795_432_739_079u64);
+    assert_eq!(add["signature"]["inputs"][1]["name"], "b");
+    assert_eq!(add["signature"]["inputs"][1]["shape"], json!(null));
+    let v1 = http.get("/v1/methods/add?version=1").json();
+    assert_eq!(v1["export"], "add_int32");
+
+    let args = json!([
+        tensor("int32", &[2], json!([1, 2])),
+        tensor("int32", &[2], json!([10, 20]))
+    ]);
+    assert_eq!(
+        outputs(&http.call("add", args, 0))[0],
+        tensor("int32", &[2], json!([11, 22]))
+    );
+    let shout = http.call(
+        "shout",
+        json!([tensor("string", &[1], json!(["hi"]))]),
+        0,
+    );
+    assert_eq!(outputs(&shout)[0], tensor("string", &[1], json!(["HI"])));
+
+    // New registrations go on from the old versions, and everything survives a restart.
+    let third = register(&http, "add", "example-add", Some("add"));
+    assert_eq!(third["version"], 3);
+    drop(server);
+    let server = TestServer::start_in(dir.path(), &[]);
+    let list = server.http().get("/v1/methods").json();
+    let names: Vec<(&str, u64)> = list["methods"]
+        .as_array()
+        .expect("methods")
+        .iter()
+        .map(|m| (m["name"].as_str().unwrap(), m["version"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(names, [("add", 3), ("shout", 1)]);
+}
