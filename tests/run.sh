@@ -8,5 +8,5 @@ cd "$(dirname "$0")/.."
 
 rustup target add wasm32-wasip2
 cargo test --workspace "$@"
-# The client's optional ndarray conversions.
-cargo test -p wasmrpc-client --features ndarray "$@"
+# The optional ndarray conversions (they live in the contract crate; the client forwards the feature).
+cargo test -p wasmrpc-proto -p wasmrpc-client --features wasmrpc-proto/ndarray,wasmrpc-client/ndarray "$@"

@@ -745,7 +745,7 @@ impl StatusOrResult {
         self.wait("StatusOrResult::get_error")
             .as_ref()
             .err()
-            .map(|e| (e.code, e.message.clone()))
+            .map(|e| (e.code(), e.message().to_owned()))
     }
 
     /// The outputs, or the error (blocks until the call completes).
@@ -835,7 +835,7 @@ mod tests {
     #[test]
     fn an_unsupported_layer_is_refused_by_the_blocking_client_too() {
         let err = Client::create("grpc", "127.0.0.1:1", "t", Duration::ZERO).unwrap_err();
-        assert_eq!(err.code, Code::InvalidArgument);
-        assert!(err.message.contains("http"), "{err}");
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(err.message().contains("http"), "{err}");
     }
 }

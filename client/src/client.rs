@@ -81,21 +81,10 @@ struct Inner {
     methods: RwLock<BTreeMap<String, MethodInfo>>,
 }
 
-/// Percent-encode nothing: names are restricted to `[A-Za-z0-9_.-]` by the server, so a name
-/// outside that set is refused here rather than sent.
+/// Names are checked here with the contract's one rule, so a name the server would refuse is
+/// never sent (and never needs percent-encoding in a path).
 fn check_name(name: &str) -> Result<(), Error> {
-    let ok = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::new(
-            Code::InvalidArgument,
-            format!("`{name}` is not a valid method name (letters, digits, `_`, `-`, `.`)"),
-        ))
-    }
+    wasmrpc_proto::names::check_name(name).map_err(|why| Error::new(Code::InvalidArgument, why))
 }
 
 /// `host:port` or `{rpc_layer}://host:port` → `{rpc_layer}://host:port`; an address whose scheme
@@ -490,8 +479,8 @@ impl Client {
     async fn not_found_listing(&self, e: Error) -> Error {
         let _ = tokio::time::timeout(NOT_FOUND_REFRESH, self.refresh()).await;
         Error::new(
-            e.code,
-            format!("{}; {}", e.message, self.registered_names()),
+            e.code(),
+            format!("{}; {}", e.message(), self.registered_names()),
         )
     }
 
@@ -941,7 +930,7 @@ impl StatusOrResult {
             .await
             .as_ref()
             .err()
-            .map(|e| (e.code, e.message.clone()))
+            .map(|e| (e.code(), e.message().to_owned()))
     }
 
     /// The outputs, or the error (waits for the call).
@@ -991,9 +980,9 @@ mod tests {
     #[test]
     fn only_http_and_https_are_supported_layers_and_the_error_lists_both() {
         let err = create("grpc", "127.0.0.1:1", ClientOptions::default()).unwrap_err();
-        assert_eq!(err.code, Code::InvalidArgument);
+        assert_eq!(err.code(), Code::InvalidArgument);
         assert!(
-            err.message.contains("supported layers: http, https"),
+            err.message().contains("supported layers: http, https"),
             "{err}"
         );
     }
@@ -1009,9 +998,9 @@ mod tests {
     #[test]
     fn an_https_address_with_the_http_layer_is_invalid_argument_saying_so() {
         let err = create("http", "https://127.0.0.1:1", ClientOptions::default()).unwrap_err();
-        assert_eq!(err.code, Code::InvalidArgument);
+        assert_eq!(err.code(), Code::InvalidArgument);
         assert!(
-            err.message.contains("is https but rpc_layer is `http`"),
+            err.message().contains("is https but rpc_layer is `http`"),
             "{err}"
         );
     }
@@ -1019,9 +1008,9 @@ mod tests {
     #[test]
     fn an_http_address_with_the_https_layer_is_invalid_argument_saying_so() {
         let err = create("https", "http://127.0.0.1:1", ClientOptions::default()).unwrap_err();
-        assert_eq!(err.code, Code::InvalidArgument);
+        assert_eq!(err.code(), Code::InvalidArgument);
         assert!(
-            err.message.contains("is http but rpc_layer is `https`"),
+            err.message().contains("is http but rpc_layer is `https`"),
             "{err}"
         );
     }
@@ -1030,8 +1019,8 @@ mod tests {
     fn a_ca_certificate_that_is_not_pem_is_invalid_argument() {
         let options = ClientOptions::default().with_ca_cert_pem(b"no certificate here".to_vec());
         let err = create("https", "127.0.0.1:1", options).unwrap_err();
-        assert_eq!(err.code, Code::InvalidArgument);
-        assert!(err.message.contains("CA certificate 0"), "{err}");
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(err.message().contains("CA certificate 0"), "{err}");
     }
 
     #[test]
@@ -1046,7 +1035,7 @@ mod tests {
             ClientOptions::default(),
         )
         .unwrap_err();
-        assert_eq!(err.code, Code::Unavailable, "{err}");
+        assert_eq!(err.code(), Code::Unavailable, "{err}");
     }
 
     #[test]
@@ -1080,8 +1069,8 @@ mod tests {
         let err = rt
             .block_on(client.call_async("m", vec![], None, None))
             .unwrap_err();
-        assert_eq!(err.code, Code::DeadlineExceeded, "{err}");
-        assert!(err.message.contains("timeout of 100 ms"), "{err}");
+        assert_eq!(err.code(), Code::DeadlineExceeded, "{err}");
+        assert!(err.message().contains("timeout of 100 ms"), "{err}");
         let took = started.elapsed();
         assert!(
             took >= Duration::from_millis(100) + CLIENT_DEADLINE_GRACE,
@@ -1102,7 +1091,7 @@ mod tests {
         let dynamic = Some(vec![crate::Dim::Dynamic]);
         assert!(check_outputs(&[spec(crate::DType::Int32, dynamic)], &out).is_ok());
         let e = check_outputs(&[spec(crate::DType::Float32, None)], &out).unwrap_err();
-        assert!(e.message.contains("output 0"), "{e}");
+        assert!(e.message().contains("output 0"), "{e}");
         let fixed = Some(vec![crate::Dim::Fixed(3)]);
         assert!(check_outputs(&[spec(crate::DType::Int32, fixed)], &out).is_err());
         assert!(check_outputs(&[], &out).is_err());

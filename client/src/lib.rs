@@ -1,7 +1,8 @@
-//! Rust client for wasmrpc, and the wire types the server shares with it.
+//! Rust client for wasmrpc.
 //!
-//! The types here ([`Tensor`], [`DType`], [`Code`], [`MethodSignature`]) are the JSON model of the
-//! HTTP API; the server uses the same definitions, so both sides always agree.
+//! The wire types ([`Tensor`], [`DType`], [`Code`], [`MethodSignature`], the messages) come from
+//! the contract crate `wasmrpc-proto`, which the server builds on too, so both sides always
+//! agree; they are re-exported here, so a client needs no other crate.
 //!
 //! The client mirrors TensorFlow's `tf.distribute.experimental.rpc.Client`: [`Client`] is async
 //! (tokio), [`blocking::Client`] is the same API for programs without a runtime.
@@ -35,64 +36,23 @@
 
 #![warn(missing_docs, clippy::missing_errors_doc, clippy::missing_panics_doc)]
 
-#[cfg(feature = "ndarray")]
-mod array;
 pub mod blocking;
 pub mod client;
-pub mod code;
-pub mod dtype;
-pub mod error;
-pub mod json;
-pub mod signature;
-pub mod tensor;
 pub mod transport;
 
 pub use client::{Client, ClientOptions, MethodHandle, StatusOrResult};
-pub use code::Code;
-pub use dtype::DType;
-pub use error::{Error, ErrorBody};
-pub use signature::{Dim, MethodInfo, MethodSignature, TensorSpec};
-pub use tensor::{Element, Tensor, TensorError};
+pub use wasmrpc_proto::{
+    CallRequest, CallResponse, Code, DType, DeleteResponse, Dim, Element, ErrorBody, MethodInfo,
+    MethodList, MethodSignature, Tensor, TensorError, TensorSpec,
+};
+pub use wasmrpc_proto::{code, dtype, headers, json, names, signature, tensor};
 
-/// The request body of `POST /v1/methods/{name}/call`.
-///
-/// ```
-/// use wasmrpc_client::{CallRequest, Tensor};
-/// let body = CallRequest { args: vec![Tensor::scalar(2i32)], timeout_ms: 500 };
-/// assert_eq!(serde_json::to_string(&body).unwrap(),
-///            r#"{"args":[{"dtype":"int32","shape":[],"data":[2]}],"timeout_ms":500}"#);
-/// ```
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct CallRequest {
-    /// Positional arguments.
-    pub args: Vec<Tensor>,
-    /// Deadline in milliseconds; 0 means the server's default.
-    #[serde(default)]
-    pub timeout_ms: u64,
-}
+/// The one error type of the client: a canonical [`Code`] and a message (the contract's
+/// [`wasmrpc_proto::Status`]).
+pub use wasmrpc_proto::Status as Error;
 
-/// The response body of a successful call.
-///
-/// ```
-/// use wasmrpc_client::{CallResponse, Tensor};
-/// let r: CallResponse =
-///     serde_json::from_str(r#"{"outputs":[{"dtype":"int32","shape":[2],"data":[11,22]}]}"#).unwrap();
-/// assert_eq!(r.outputs, vec![Tensor::vector(vec![11i32, 22])]);
-/// ```
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct CallResponse {
-    /// The outputs, in order.
-    pub outputs: Vec<Tensor>,
-}
-
-/// The response body of `GET /v1/methods`.
-///
-/// ```
-/// let list: wasmrpc_client::MethodList = serde_json::from_str(r#"{"methods":[]}"#).unwrap();
-/// assert!(list.methods.is_empty());
-/// ```
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct MethodList {
-    /// Every registered method, newest version of each, sorted by name.
-    pub methods: Vec<MethodInfo>,
+/// The error type and the JSON error body, under the names this crate has always used.
+pub mod error {
+    pub use wasmrpc_proto::Status as Error;
+    pub use wasmrpc_proto::status::{ErrorBody, ErrorDetail};
 }

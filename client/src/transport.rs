@@ -24,7 +24,7 @@ use crate::error::{Error, ErrorBody};
 /// ```
 /// assert_eq!(wasmrpc_client::transport::CLIENT_NAME_HEADER, "x-wasmrpc-client");
 /// ```
-pub const CLIENT_NAME_HEADER: &str = "x-wasmrpc-client";
+pub const CLIENT_NAME_HEADER: &str = wasmrpc_proto::headers::CLIENT_NAME;
 
 /// A pooled HTTP/2 connection to one server.
 ///

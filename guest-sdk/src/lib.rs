@@ -102,6 +102,22 @@
 //! #[wasmrpc_guest::method(y = [_, 3])] // no parameter or output named `y`
 //! fn echo(x: Tensor<f32>) -> Tensor<f32> { x }
 //! ```
+//!
+//! Method names follow the one rule the server and clients share
+//! (`wasmrpc_proto::names::NAME_RULE`: letters, digits, `_`, `-`, `.`, starting with a letter or
+//! digit, at most 128), whether they come from the function or from `name = "..."`:
+//!
+//! ```compile_fail
+//! # use wasmrpc_guest::Tensor;
+//! #[wasmrpc_guest::method]
+//! fn _private(x: Tensor<f32>) -> Tensor<f32> { x } // starts with `_`
+//! ```
+//!
+//! ```compile_fail
+//! # use wasmrpc_guest::Tensor;
+//! #[wasmrpc_guest::method(name = "a/b")]
+//! fn slash(x: Tensor<f32>) -> Tensor<f32> { x }
+//! ```
 
 extern crate self as wasmrpc_guest;
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
-use wasmrpc_client::{Code, Error as Status, MethodInfo};
+use wasmrpc_proto::{Code, MethodInfo, Status};
 
 use crate::app::App;
 use crate::config::ServeSettings;
@@ -51,7 +51,7 @@ impl From<PathBuf> for ComponentSource {
 /// An in-process wasmrpc server.
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), wasmrpc_client::Error> {
+/// # async fn demo() -> Result<(), wasmrpc_proto::Status> {
 /// use wasmrpc_host::Server;
 /// let server = Server::create_local_server().await?;
 /// server.register("addition", std::path::Path::new("example_add.wasm")).await?;

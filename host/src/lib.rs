@@ -11,7 +11,6 @@ pub mod config;
 pub mod embed;
 mod index;
 pub mod metrics;
-pub mod names;
 pub mod registry;
 pub mod runtime;
 pub mod server;

@@ -9,13 +9,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::RwLock;
-use wasmrpc_client::{Code, Error as Status, MethodInfo, MethodSignature, Tensor};
+use wasmrpc_proto::{Code, MethodInfo, MethodSignature, Status, Tensor};
 
 use crate::index::RegistrationIndex;
 use crate::metrics::Metrics;
-use crate::names;
 use crate::registry::{Digest, NewRegistration, Registration, Registry, RegistryError};
 use crate::runtime::{Module, Runtime};
+use wasmrpc_proto::names;
 
 /// The tenant every request belongs to while the server runs without authentication.
 pub const DEFAULT_TENANT: &str = "default";
@@ -185,7 +185,9 @@ impl Service {
                     ));
                 }
             },
-            Err(e) if e.code == Code::Unavailable => ModuleSlot::Unavailable(e.message),
+            Err(e) if e.code() == Code::Unavailable => {
+                ModuleSlot::Unavailable(e.message().to_owned())
+            }
             Err(e) => return Err(e),
         };
         self.modules.write().await.insert(*digest, slot.clone());
@@ -443,7 +445,7 @@ impl Service {
                     .map_err(Status::from)
             }
         };
-        record.code = result.as_ref().err().map(|e| e.code);
+        record.code = result.as_ref().err().map(|e| e.code());
         drop(record);
         result
     }

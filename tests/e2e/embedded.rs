@@ -20,7 +20,7 @@ async fn a_local_server_serves_what_is_registered_before_and_after_start() {
         .await
         .unwrap();
     server.start().unwrap();
-    assert_eq!(server.start().unwrap_err().code, Code::FailedPrecondition);
+    assert_eq!(server.start().unwrap_err().code(), Code::FailedPrecondition);
 
     let url = format!("http://{}", server.address());
     let client = Client::create("http", &url, "embedded-test", Duration::from_secs(10))
@@ -63,12 +63,12 @@ async fn a_local_server_serves_what_is_registered_before_and_after_start() {
 #[tokio::test]
 async fn an_unsupported_rpc_layer_or_address_is_refused() {
     let err = Server::create("grpc", "127.0.0.1:0").await.unwrap_err();
-    assert_eq!(err.code, Code::InvalidArgument);
-    assert!(err.message.contains("http"), "{}", err.message);
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(err.message().contains("http"), "{}", err.message());
     let err = Server::create("http", "0.0.0.0:0").await.unwrap_err();
-    assert!(err.message.contains("refusing"), "{}", err.message);
+    assert!(err.message().contains("refusing"), "{}", err.message());
     let err = Server::create("http", "not an address").await.unwrap_err();
-    assert_eq!(err.code, Code::InvalidArgument);
+    assert_eq!(err.code(), Code::InvalidArgument);
 }
 
 #[tokio::test]
@@ -78,10 +78,10 @@ async fn a_bad_component_is_refused_at_register() {
         .register("bad", b"not wasm".to_vec())
         .await
         .unwrap_err();
-    assert_eq!(err.code, Code::InvalidArgument);
+    assert_eq!(err.code(), Code::InvalidArgument);
     let err = server
         .register("missing", std::path::Path::new("/nonexistent.wasm"))
         .await
         .unwrap_err();
-    assert!(err.message.contains("/nonexistent.wasm"));
+    assert!(err.message().contains("/nonexistent.wasm"));
 }

@@ -181,11 +181,7 @@ fn a_data_dir_written_before_the_format_number_still_loads() {
         outputs(&http.call("add", args, 0))[0],
         tensor("int32", &[2], json!([11, 22]))
     );
-    let shout = http.call(
-        "shout",
-        json!([tensor("string", &[1], json!(["hi"]))]),
-        0,
-    );
+    let shout = http.call("shout", json!([tensor("string", &[1], json!(["hi"]))]), 0);
     assert_eq!(outputs(&shout)[0], tensor("string", &[1], json!(["HI"])));
 
     // New registrations go on from the old versions, and everything survives a restart.

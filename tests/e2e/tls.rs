@@ -209,7 +209,7 @@ fn sigterm_drains_a_call_in_flight_over_tls() {
     std::thread::sleep(Duration::from_millis(300));
     let took = server.terminate();
     let err = in_flight.get_value().unwrap_err();
-    assert_eq!(err.code, Code::DeadlineExceeded, "{err}");
+    assert_eq!(err.code(), Code::DeadlineExceeded, "{err}");
     assert!(took < Duration::from_secs(10), "exit took {took:?}");
 }
 
@@ -228,7 +228,7 @@ async fn a_plain_http_client_against_the_tls_port_fails_cleanly_as_unavailable()
     .unwrap_err();
     // The message depends on what arrives first, the server's TLS alert (then it suggests
     // `https`) or a broken pipe; either way it fails at once.
-    assert_eq!(err.code, Code::Unavailable, "{err}");
+    assert_eq!(err.code(), Code::Unavailable, "{err}");
     assert!(started.elapsed() < Duration::from_secs(10), "{err}");
 }
 
@@ -246,8 +246,8 @@ async fn an_https_client_against_a_cleartext_port_fails_cleanly_as_unavailable()
     )
     .await
     .unwrap_err();
-    assert_eq!(err.code, Code::Unavailable, "{err}");
-    assert!(err.message.contains("try rpc_layer `http`"), "{err}");
+    assert_eq!(err.code(), Code::Unavailable, "{err}");
+    assert!(err.message().contains("try rpc_layer `http`"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(10), "{err}");
 }
 
@@ -263,9 +263,9 @@ async fn a_client_that_does_not_trust_the_ca_fails_with_unavailable_naming_the_c
     )
     .await
     .unwrap_err();
-    assert_eq!(err.code, Code::Unavailable, "{err}");
-    assert!(err.message.contains("invalid peer certificate"), "{err}");
-    assert!(err.message.contains("--ca-cert"), "{err}");
+    assert_eq!(err.code(), Code::Unavailable, "{err}");
+    assert!(err.message().contains("invalid peer certificate"), "{err}");
+    assert!(err.message().contains("--ca-cert"), "{err}");
 
     // Trusting some other CA does not help.
     let other = Pki::new();
@@ -278,8 +278,8 @@ async fn a_client_that_does_not_trust_the_ca_fails_with_unavailable_naming_the_c
     )
     .await
     .unwrap_err();
-    assert_eq!(err.code, Code::Unavailable, "{err}");
-    assert!(err.message.contains("certificate"), "{err}");
+    assert_eq!(err.code(), Code::Unavailable, "{err}");
+    assert!(err.message().contains("certificate"), "{err}");
 }
 
 #[tokio::test]
@@ -287,8 +287,8 @@ async fn an_https_address_with_the_http_layer_is_invalid_argument() {
     let err = Client::create("http", "https://127.0.0.1:1", "t", Duration::from_secs(1))
         .await
         .unwrap_err();
-    assert_eq!(err.code, Code::InvalidArgument, "{err}");
-    assert!(err.message.contains("rpc_layer `https`"), "{err}");
+    assert_eq!(err.code(), Code::InvalidArgument, "{err}");
+    assert!(err.message().contains("rpc_layer `https`"), "{err}");
 }
 
 #[test]

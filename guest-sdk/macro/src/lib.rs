@@ -382,14 +382,6 @@ fn doc(func: &ItemFn) -> TokenStream2 {
     }
 }
 
-/// Whether `name` is a usable method name: ASCII letters, digits, `_`, `-` and `.`.
-fn valid_method_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
-}
-
 fn expand_method(
     func: &ItemFn,
     options: Punctuated<AttrOption, Token![,]>,
@@ -420,6 +412,15 @@ fn expand_method(
         .collect();
 
     let mut method_name = func.sig.ident.unraw().to_string();
+    if wasmrpc_proto::names::is_valid_name(&method_name) {
+        // Checked again below only if `name = "..."` replaces it.
+    } else if !options.iter().any(|o| o.key == "name") {
+        let why = wasmrpc_proto::names::check_name(&method_name).unwrap_err();
+        return Err(syn::Error::new_spanned(
+            &func.sig.ident,
+            format!("{why}; rename the function or give `name = \"...\"`"),
+        ));
+    }
     let mut seen: Vec<String> = Vec::new();
     let mut shapes = Vec::new();
     for option in options {
@@ -434,11 +435,8 @@ fn expand_method(
         match (key.as_str(), option.value) {
             ("name", Value::Str(lit)) => {
                 method_name = lit.value();
-                if !valid_method_name(&method_name) {
-                    return Err(syn::Error::new_spanned(
-                        lit,
-                        "a method name is ASCII letters, digits, `_`, `-` and `.`",
-                    ));
+                if let Err(why) = wasmrpc_proto::names::check_name(&method_name) {
+                    return Err(syn::Error::new_spanned(lit, why));
                 }
             }
             ("outputs", Value::Names(names)) => {

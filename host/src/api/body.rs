@@ -3,7 +3,7 @@
 use axum::body::{Body, Bytes};
 use axum::http::HeaderMap;
 use http_body_util::BodyExt;
-use wasmrpc_client::Code;
+use wasmrpc_proto::Code;
 
 use super::error::ApiError;
 

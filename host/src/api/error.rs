@@ -6,7 +6,7 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use wasmrpc_client::{Code, Error as Status, ErrorBody};
+use wasmrpc_proto::{Code, ErrorBody, Status};
 
 /// An error answered by the native API.
 #[derive(Debug)]
@@ -54,13 +54,13 @@ impl From<Status> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let http = self.http.unwrap_or_else(|| {
-            StatusCode::from_u16(self.status.code.http_status())
+            StatusCode::from_u16(self.status.code().http_status())
                 .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
         });
-        if http.is_server_error() && self.status.code != Code::Unavailable {
-            tracing::warn!(code = %self.status.code, message = %self.status.message, "request failed");
+        if http.is_server_error() && self.status.code() != Code::Unavailable {
+            tracing::warn!(code = %self.status.code(), message = %self.status.message(), "request failed");
         } else {
-            tracing::debug!(code = %self.status.code, message = %self.status.message, "request refused");
+            tracing::debug!(code = %self.status.code(), message = %self.status.message(), "request refused");
         }
         (http, Json(ErrorBody::from(self.status))).into_response()
     }

@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
-use wasmrpc_client::Code;
+use wasmrpc_proto::Code;
 
 use super::AppState;
 use super::error::ApiError;

@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::value::RawValue;
-use wasmrpc_client::{CallResponse, Code, MethodList, Tensor};
+use wasmrpc_proto::{CallResponse, Code, MethodList, Tensor};
 
 use super::AppState;
 use super::body::read_limited;

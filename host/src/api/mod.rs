@@ -18,7 +18,7 @@ use axum::extract::Request;
 use axum::http::{HeaderName, Method, Uri};
 use axum::routing::{get, post, put};
 use tower_http::trace::TraceLayer;
-use wasmrpc_client::Code;
+use wasmrpc_proto::Code;
 
 use crate::service::Service;
 use error::ApiError;

@@ -2,7 +2,7 @@
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
-use wasmrpc_client::Code;
+use wasmrpc_proto::Code;
 
 use super::error::ApiError;
 

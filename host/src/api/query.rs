@@ -3,7 +3,7 @@
 use axum::extract::{FromRequestParts, Query};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
-use wasmrpc_client::Code;
+use wasmrpc_proto::Code;
 
 use super::error::ApiError;
 

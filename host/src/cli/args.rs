@@ -2,7 +2,7 @@
 
 use anyhow::{Context as _, bail};
 use serde_json::Value;
-use wasmrpc_client::{DType, Tensor};
+use wasmrpc_proto::{DType, Tensor};
 
 /// Parse one command-line argument: `dtype:values` or a JSON tensor object.
 pub fn parse_arg(text: &str) -> anyhow::Result<Tensor> {

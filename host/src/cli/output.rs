@@ -2,7 +2,7 @@
 
 use std::io::Write as _;
 
-use wasmrpc_client::{DType, MethodSignature, Tensor, TensorSpec};
+use wasmrpc_proto::{DType, MethodSignature, Tensor, TensorSpec};
 
 /// `println!` for the client commands, which are filters: when stdout is a closed pipe
 /// (`wasmrpc list | head`) the command ends quietly, as `ls` does, instead of panicking.
@@ -40,7 +40,7 @@ pub fn signature_line(name: &str, sig: &MethodSignature) -> String {
 /// Each element as text, floats in their own precision (`0.1` for a float32, not
 /// `0.10000000149011612`).
 fn elements(t: &Tensor) -> Option<Vec<String>> {
-    fn show<T: wasmrpc_client::Element + ToString>(t: &Tensor) -> Option<Vec<String>> {
+    fn show<T: wasmrpc_proto::Element + ToString>(t: &Tensor) -> Option<Vec<String>> {
         t.to_vec::<T>()
             .ok()
             .map(|v| v.iter().map(T::to_string).collect())

@@ -351,8 +351,8 @@ mod tests {
 
     use super::*;
 
-    fn sig(name: &str) -> wasmrpc_client::MethodSignature {
-        wasmrpc_client::MethodSignature {
+    fn sig(name: &str) -> wasmrpc_proto::MethodSignature {
+        wasmrpc_proto::MethodSignature {
             name: name.into(),
             inputs: vec![],
             outputs: vec![],

@@ -12,7 +12,7 @@ pub use local::LocalRegistry;
 use std::fmt;
 use std::str::FromStr;
 
-use wasmrpc_client::MethodSignature;
+use wasmrpc_proto::MethodSignature;
 
 /// The sha256 of a component's bytes; printed as `sha256:<64 hex digits>`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -2,7 +2,7 @@
 //!
 //! Both sides use the same byte layout, so tensors move across without re-encoding their data.
 
-use wasmrpc_client::{Code, DType, Dim, MethodSignature, Tensor, TensorSpec};
+use wasmrpc_proto::{Code, DType, Dim, MethodSignature, Tensor, TensorSpec};
 
 use super::bindings::{self, Dtype, GuestError};
 
@@ -60,7 +60,7 @@ pub fn tensor_to_wit(t: Tensor) -> bindings::Tensor {
 ///
 /// # Errors
 /// The tensor's bytes do not match its dtype and shape.
-pub fn tensor_from_wit(t: bindings::Tensor) -> Result<Tensor, wasmrpc_client::TensorError> {
+pub fn tensor_from_wit(t: bindings::Tensor) -> Result<Tensor, wasmrpc_proto::TensorError> {
     Tensor::from_raw(dtype_from_wit(t.dtype), t.shape, t.data)
 }
 

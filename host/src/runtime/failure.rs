@@ -3,7 +3,7 @@
 //! Everything that can go wrong inside the sandbox becomes one of these; the API maps each to a
 //! canonical code. A guest never makes the host panic.
 
-use wasmrpc_client::{Code, Error as Status};
+use wasmrpc_proto::{Code, Status};
 
 /// A failed guest call or upload.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
-use wasmrpc_client::{Code, MethodSignature, Tensor};
+use wasmrpc_proto::{Code, MethodSignature, Tensor};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store, UpdateDeadline};
 

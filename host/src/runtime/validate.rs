@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use wasmrpc_client::{Code, MethodSignature};
+use wasmrpc_proto::{Code, MethodSignature};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -75,9 +75,9 @@ impl UploadError {
     }
 }
 
-impl From<UploadError> for wasmrpc_client::Error {
+impl From<UploadError> for wasmrpc_proto::Status {
     fn from(e: UploadError) -> Self {
-        wasmrpc_client::Error::new(e.code(), e.to_string())
+        wasmrpc_proto::Status::new(e.code(), e.to_string())
     }
 }
 
@@ -153,11 +153,11 @@ pub fn check_signatures(sigs: &[MethodSignature]) -> Result<(), UploadError> {
     }
     let mut seen = std::collections::HashSet::new();
     for s in sigs {
-        if !crate::names::is_valid_name(&s.name) {
+        if !wasmrpc_proto::names::is_valid_name(&s.name) {
             return Err(UploadError::BadSignatures(format!(
                 "method name `{}` is not valid ({})",
                 s.name,
-                crate::names::NAME_RULE
+                wasmrpc_proto::names::NAME_RULE
             )));
         }
         if !seen.insert(&s.name) {

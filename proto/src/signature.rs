@@ -8,7 +8,7 @@ use crate::tensor::Tensor;
 /// In JSON a dynamic dimension is `-1`, as in KServe model metadata.
 ///
 /// ```
-/// use wasmrpc_client::Dim;
+/// use wasmrpc_proto::Dim;
 /// let dims: Vec<Dim> = serde_json::from_str("[-1, 3]").unwrap();
 /// assert_eq!(dims, vec![Dim::Dynamic, Dim::Fixed(3)]);
 /// ```
@@ -42,7 +42,7 @@ impl<'de> serde::Deserialize<'de> for Dim {
 /// The declared type of one input or output: name, dtype and shape.
 ///
 /// ```
-/// use wasmrpc_client::{DType, Dim, TensorSpec};
+/// use wasmrpc_proto::{DType, Dim, TensorSpec};
 /// // TF: tf.TensorSpec(shape=[None, 3], dtype=tf.float32, name="x")
 /// let spec = TensorSpec { name: "x".into(), dtype: DType::Float32,
 ///                         shape: Some(vec![Dim::Dynamic, Dim::Fixed(3)]) };
@@ -62,7 +62,7 @@ impl TensorSpec {
     /// Why `tensor` does not fit this spec, or `None` if it does.
     ///
     /// ```
-    /// use wasmrpc_client::{DType, Dim, Tensor, TensorSpec};
+    /// use wasmrpc_proto::{DType, Dim, Tensor, TensorSpec};
     /// let spec = TensorSpec { name: "a".into(), dtype: DType::Float32,
     ///                         shape: Some(vec![Dim::Dynamic, Dim::Fixed(3)]) };
     /// assert!(spec.mismatch(&Tensor::from_vec([5, 3], vec![0f32; 15]).unwrap()).is_none());
@@ -85,7 +85,7 @@ impl TensorSpec {
     /// The shape as text, `?` for a dynamic dimension: `[?, 3]`, or `any` for any rank.
     ///
     /// ```
-    /// use wasmrpc_client::{DType, TensorSpec};
+    /// use wasmrpc_proto::{DType, TensorSpec};
     /// let any = TensorSpec { name: "x".into(), dtype: DType::Int32, shape: None };
     /// assert_eq!(any.shape_text(), "any");
     /// ```
@@ -109,7 +109,7 @@ impl TensorSpec {
 /// What a method takes and returns.
 ///
 /// ```
-/// use wasmrpc_client::{DType, MethodSignature, Tensor, TensorSpec};
+/// use wasmrpc_proto::{DType, MethodSignature, Tensor, TensorSpec};
 /// let int32 = |name: &str| TensorSpec { name: name.into(), dtype: DType::Int32, shape: None };
 /// let sig = MethodSignature { name: "add".into(), inputs: vec![int32("a"), int32("b")],
 ///                             outputs: vec![int32("sum")], doc: String::new() };
@@ -135,7 +135,7 @@ impl MethodSignature {
     /// A message naming the first argument that does not fit.
     ///
     /// ```
-    /// use wasmrpc_client::{DType, MethodSignature, Tensor, TensorSpec};
+    /// use wasmrpc_proto::{DType, MethodSignature, Tensor, TensorSpec};
     /// let int32 = |name: &str| TensorSpec { name: name.into(), dtype: DType::Int32, shape: None };
     /// let sig = MethodSignature { name: "add".into(), inputs: vec![int32("a"), int32("b")],
     ///                             outputs: vec![int32("sum")], doc: String::new() };
@@ -165,11 +165,12 @@ impl MethodSignature {
 
 /// A registered method as the server describes it: the signature plus registration metadata.
 ///
-/// ```no_run
-/// # fn demo(client: wasmrpc_client::blocking::Client) -> Result<(), wasmrpc_client::Error> {
-/// let info = client.describe("addition")?;
+/// ```
+/// let info: wasmrpc_proto::MethodInfo = serde_json::from_str(r#"{
+///     "name": "addition", "version": 2, "versions": [1, 2], "digest": "sha256:00", "size": 9,
+///     "created_ms": 1795330178138, "export": "add",
+///     "signature": {"name": "add", "inputs": [], "outputs": [], "doc": ""}}"#).unwrap();
 /// println!("{} v{} of {:?}, {} bytes, {}", info.name, info.version, info.versions, info.size, info.digest);
-/// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MethodInfo {

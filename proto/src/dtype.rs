@@ -6,7 +6,7 @@ use std::str::FromStr;
 /// The element type of a tensor: every fixed-size KServe v2 datatype plus variable-length strings.
 ///
 /// ```
-/// use wasmrpc_client::DType;
+/// use wasmrpc_proto::DType;
 /// let d: DType = "float32".parse().unwrap();
 /// assert_eq!((d.name(), d.kserve_name(), d.size()), ("float32", "FP32", Some(4)));
 /// ```
@@ -46,7 +46,7 @@ impl DType {
     /// Every dtype.
     ///
     /// ```
-    /// assert_eq!(wasmrpc_client::DType::ALL.len(), 14);
+    /// assert_eq!(wasmrpc_proto::DType::ALL.len(), 14);
     /// ```
     pub const ALL: [DType; 14] = [
         DType::Bool,
@@ -68,7 +68,7 @@ impl DType {
     /// TensorFlow's name, used in JSON: `"int32"`, `"float32"`, `"string"`…
     ///
     /// ```
-    /// assert_eq!(wasmrpc_client::DType::BFloat16.name(), "bfloat16");
+    /// assert_eq!(wasmrpc_proto::DType::BFloat16.name(), "bfloat16");
     /// ```
     pub fn name(self) -> &'static str {
         match self {
@@ -92,7 +92,7 @@ impl DType {
     /// The KServe v2 datatype name: `"INT32"`, `"FP32"`, `"BYTES"`…
     ///
     /// ```
-    /// assert_eq!(wasmrpc_client::DType::String.kserve_name(), "BYTES");
+    /// assert_eq!(wasmrpc_proto::DType::String.kserve_name(), "BYTES");
     /// ```
     pub fn kserve_name(self) -> &'static str {
         match self {
@@ -116,7 +116,7 @@ impl DType {
     /// Parse a KServe v2 datatype name.
     ///
     /// ```
-    /// use wasmrpc_client::DType;
+    /// use wasmrpc_proto::DType;
     /// assert_eq!(DType::from_kserve_name("INT32"), Some(DType::Int32));
     /// assert_eq!(DType::from_kserve_name("int32"), None);
     /// ```
@@ -127,7 +127,7 @@ impl DType {
     /// Bytes per element, or `None` for variable-length strings.
     ///
     /// ```
-    /// use wasmrpc_client::DType;
+    /// use wasmrpc_proto::DType;
     /// assert_eq!(DType::Float16.size(), Some(2));
     /// assert_eq!(DType::String.size(), None);
     /// ```
@@ -144,7 +144,7 @@ impl DType {
     /// Whether the dtype is a floating-point type.
     ///
     /// ```
-    /// use wasmrpc_client::DType;
+    /// use wasmrpc_proto::DType;
     /// assert!(DType::BFloat16.is_float());
     /// assert!(!DType::Int8.is_float());
     /// ```
@@ -165,7 +165,7 @@ impl fmt::Display for DType {
 /// The text was not a dtype name.
 ///
 /// ```
-/// let err = "int33".parse::<wasmrpc_client::DType>().unwrap_err();
+/// let err = "int33".parse::<wasmrpc_proto::DType>().unwrap_err();
 /// assert!(err.to_string().starts_with("unknown dtype `int33`"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

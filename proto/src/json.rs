@@ -16,7 +16,7 @@ use crate::tensor::{Tensor, TensorError, element_count, push_string, split_strin
 /// How deep a nested `data` array may go; deeper is refused before any value is read.
 ///
 /// ```
-/// use wasmrpc_client::{Tensor, json::MAX_DATA_NESTING};
+/// use wasmrpc_proto::{Tensor, json::MAX_DATA_NESTING};
 /// let deep = format!(r#"{{"dtype":"int8","shape":[1],"data":{}1{}}}"#,
 ///                    "[".repeat(MAX_DATA_NESTING + 1), "]".repeat(MAX_DATA_NESTING + 1));
 /// assert!(Tensor::from_json(&deep).is_err());
@@ -45,7 +45,7 @@ impl Tensor {
     /// count that does not match the shape, a value that does not fit the dtype.
     ///
     /// ```
-    /// use wasmrpc_client::Tensor;
+    /// use wasmrpc_proto::Tensor;
     /// let t = Tensor::from_json(r#"{"dtype":"float32","shape":[2],"data":[0.5,"NaN"]}"#).unwrap();
     /// assert!(t.to_vec::<f32>().unwrap()[1].is_nan());
     /// assert!(Tensor::from_json(r#"{"dtype":"float32","shape":[1],"data":[1e39]}"#).is_err());

@@ -5,7 +5,7 @@
 //!
 //! ```
 //! use ndarray::{ArrayD, IxDyn, array};
-//! use wasmrpc_client::Tensor;
+//! use wasmrpc_proto::Tensor;
 //!
 //! let t = Tensor::from_ndarray(&array![[1i32, 2, 3], [4, 5, 6]]);
 //! assert_eq!(t.shape(), &[2, 3]);
@@ -22,7 +22,7 @@ impl Tensor {
     /// memory layout (read in logical, row-major order).
     ///
     /// ```
-    /// use wasmrpc_client::{DType, Tensor};
+    /// use wasmrpc_proto::{DType, Tensor};
     /// let a = ndarray::Array2::<f32>::zeros((2, 3)).reversed_axes(); // a 3x2 column-major view
     /// let t = Tensor::from_ndarray(&a);
     /// assert_eq!((t.dtype(), t.shape()), (DType::Float32, &[3u64, 2][..]));
@@ -44,7 +44,7 @@ impl Tensor {
     /// converts); [`TensorError::ShapeOverflow`] for a shape this platform cannot address.
     ///
     /// ```
-    /// use wasmrpc_client::Tensor;
+    /// use wasmrpc_proto::Tensor;
     /// let t = Tensor::from_vec([2, 2], vec![1.0f64, 2.0, 3.0, 4.0]).unwrap();
     /// let a = t.to_ndarray::<f64>().unwrap();
     /// assert_eq!(a.shape(), &[2, 2]);
@@ -68,7 +68,7 @@ impl Tensor {
 /// [`Tensor::from_ndarray`], by value.
 ///
 /// ```
-/// use wasmrpc_client::Tensor;
+/// use wasmrpc_proto::Tensor;
 /// let t: Tensor = ndarray::arr1(&[true, false]).into_dyn().into();
 /// assert_eq!(t.to_vec::<bool>().unwrap(), vec![true, false]);
 /// ```
@@ -82,7 +82,7 @@ impl<T: Element> From<ArrayD<T>> for Tensor {
 ///
 /// ```
 /// use ndarray::ArrayD;
-/// use wasmrpc_client::Tensor;
+/// use wasmrpc_proto::Tensor;
 /// let a = ArrayD::<u8>::try_from(&Tensor::vector(vec![1u8, 2, 3])).unwrap();
 /// assert_eq!(a.as_slice().unwrap(), &[1, 2, 3]);
 /// ```

@@ -8,7 +8,7 @@ use std::str::FromStr;
 /// A canonical status code, as in `tf.errors` and gRPC.
 ///
 /// ```
-/// use wasmrpc_client::Code;
+/// use wasmrpc_proto::Code;
 /// let code: Code = "DEADLINE_EXCEEDED".parse().unwrap();
 /// assert_eq!((code.number(), code.http_status()), (4, 504));
 /// assert_eq!(code.to_string(), "DEADLINE_EXCEEDED");
@@ -53,7 +53,7 @@ impl Code {
     /// Every code, in numeric order.
     ///
     /// ```
-    /// assert_eq!(wasmrpc_client::Code::ALL.len(), 16);
+    /// assert_eq!(wasmrpc_proto::Code::ALL.len(), 16);
     /// ```
     pub const ALL: [Code; 16] = [
         Code::Cancelled,
@@ -77,7 +77,7 @@ impl Code {
     /// The name used on the wire, e.g. `"DEADLINE_EXCEEDED"`.
     ///
     /// ```
-    /// assert_eq!(wasmrpc_client::Code::NotFound.as_str(), "NOT_FOUND");
+    /// assert_eq!(wasmrpc_proto::Code::NotFound.as_str(), "NOT_FOUND");
     /// ```
     pub fn as_str(self) -> &'static str {
         match self {
@@ -103,7 +103,7 @@ impl Code {
     /// The gRPC number of the code (1 = CANCELLED … 16 = UNAUTHENTICATED).
     ///
     /// ```
-    /// assert_eq!(wasmrpc_client::Code::Unauthenticated.number(), 16);
+    /// assert_eq!(wasmrpc_proto::Code::Unauthenticated.number(), 16);
     /// ```
     pub fn number(self) -> u8 {
         Code::ALL
@@ -117,7 +117,7 @@ impl Code {
     /// RESOURCE_EXHAUSTED is 429 here; a request body over its limit is answered with 413 instead.
     ///
     /// ```
-    /// assert_eq!(wasmrpc_client::Code::InvalidArgument.http_status(), 400);
+    /// assert_eq!(wasmrpc_proto::Code::InvalidArgument.http_status(), 400);
     /// ```
     pub fn http_status(self) -> u16 {
         match self {
@@ -139,7 +139,7 @@ impl Code {
     /// (a proxy's 502, say).
     ///
     /// ```
-    /// use wasmrpc_client::Code;
+    /// use wasmrpc_proto::Code;
     /// assert_eq!(Code::from_http_status(502), Code::Unavailable);
     /// assert_eq!(Code::from_http_status(418), Code::Unknown);
     /// ```
@@ -169,7 +169,7 @@ impl fmt::Display for Code {
 /// The text was not one of the canonical code names.
 ///
 /// ```
-/// let err = "NOPE".parse::<wasmrpc_client::Code>().unwrap_err();
+/// let err = "NOPE".parse::<wasmrpc_proto::Code>().unwrap_err();
 /// assert_eq!(err.to_string(), "`NOPE` is not a canonical error code");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,39 +1,42 @@
-//! The one error type of the client: a canonical code and a message.
+//! A status: a canonical code and a message, and the JSON error body that carries one.
+//!
+//! Every surface reports failures as a [`Status`]; the client re-exports it as its `Error`.
 
 use crate::code::Code;
 use crate::tensor::TensorError;
 
 /// An error with its canonical code, as the server (or the client itself) reported it.
 ///
-/// Every fallible operation of the client returns this type, whether the server refused the
-/// request, the guest failed, the deadline passed or the server could not be reached; the
-/// predicates (`is_deadline_exceeded`, `is_not_found`…) test the code.
+/// Every fallible operation of the client returns this type (as `wasmrpc_client::Error`),
+/// whether the server refused the request, the guest failed, the deadline passed or the server
+/// could not be reached; the predicates (`is_deadline_exceeded`, `is_not_found`…) test the code.
+/// Its fields are private and it is `#[non_exhaustive]`, so it can grow (details, a request id)
+/// without breaking anyone.
 ///
 /// ```
-/// use wasmrpc_client::{Code, Error};
-/// let e = Error::new(Code::DeadlineExceeded, "the call did not finish within 300 ms");
+/// use wasmrpc_proto::{Code, Status};
+/// let e = Status::new(Code::DeadlineExceeded, "the call did not finish within 300 ms");
 /// assert!(e.is_deadline_exceeded());
 /// assert_eq!(e.to_string(), "DEADLINE_EXCEEDED: the call did not finish within 300 ms");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
-pub struct Error {
-    /// The canonical code.
-    pub code: Code,
-    /// What went wrong, for people.
-    pub message: String,
+#[non_exhaustive]
+pub struct Status {
+    code: Code,
+    message: String,
 }
 
-impl Error {
+impl Status {
     /// An error with this code and message.
     ///
     /// ```
-    /// use wasmrpc_client::{Code, Error};
-    /// let e = Error::new(Code::NotFound, "no method named `nope` is registered");
+    /// use wasmrpc_proto::{Code, Status};
+    /// let e = Status::new(Code::NotFound, "no method named `nope` is registered");
     /// assert_eq!(e.code(), Code::NotFound);
     /// ```
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        Error {
+        Status {
             code,
             message: message.into(),
         }
@@ -42,8 +45,8 @@ impl Error {
     /// The canonical code.
     ///
     /// ```
-    /// use wasmrpc_client::{Code, Error};
-    /// assert_eq!(Error::new(Code::Internal, "trap").code(), Code::Internal);
+    /// use wasmrpc_proto::{Code, Status};
+    /// assert_eq!(Status::new(Code::Internal, "trap").code(), Code::Internal);
     /// ```
     pub fn code(&self) -> Code {
         self.code
@@ -52,19 +55,30 @@ impl Error {
     /// The message.
     ///
     /// ```
-    /// use wasmrpc_client::{Code, Error};
-    /// assert_eq!(Error::new(Code::Internal, "trap").message(), "trap");
+    /// use wasmrpc_proto::{Code, Status};
+    /// assert_eq!(Status::new(Code::Internal, "trap").message(), "trap");
     /// ```
     pub fn message(&self) -> &str {
         &self.message
     }
 
+    /// The code and the message, taken apart.
+    ///
+    /// ```
+    /// use wasmrpc_proto::{Code, Status};
+    /// let (code, message) = Status::new(Code::NotFound, "gone").into_parts();
+    /// assert_eq!((code, message.as_str()), (Code::NotFound, "gone"));
+    /// ```
+    pub fn into_parts(self) -> (Code, String) {
+        (self.code, self.message)
+    }
+
     /// Whether the call ran past its deadline (in the client or in the host).
     ///
     /// ```
-    /// use wasmrpc_client::{Code, Error};
-    /// assert!(Error::new(Code::DeadlineExceeded, "").is_deadline_exceeded());
-    /// assert!(!Error::new(Code::Internal, "").is_deadline_exceeded());
+    /// use wasmrpc_proto::{Code, Status};
+    /// assert!(Status::new(Code::DeadlineExceeded, "").is_deadline_exceeded());
+    /// assert!(!Status::new(Code::Internal, "").is_deadline_exceeded());
     /// ```
     pub fn is_deadline_exceeded(&self) -> bool {
         self.code == Code::DeadlineExceeded
@@ -73,8 +87,8 @@ impl Error {
     /// Whether the method (or the thing asked for) does not exist.
     ///
     /// ```
-    /// use wasmrpc_client::{Code, Error};
-    /// assert!(Error::new(Code::NotFound, "").is_not_found());
+    /// use wasmrpc_proto::{Code, Status};
+    /// assert!(Status::new(Code::NotFound, "").is_not_found());
     /// ```
     pub fn is_not_found(&self) -> bool {
         self.code == Code::NotFound
@@ -83,8 +97,8 @@ impl Error {
     /// Whether the arguments were refused.
     ///
     /// ```
-    /// use wasmrpc_client::{Code, Error};
-    /// assert!(Error::new(Code::InvalidArgument, "").is_invalid_argument());
+    /// use wasmrpc_proto::{Code, Status};
+    /// assert!(Status::new(Code::InvalidArgument, "").is_invalid_argument());
     /// ```
     pub fn is_invalid_argument(&self) -> bool {
         self.code == Code::InvalidArgument
@@ -93,8 +107,8 @@ impl Error {
     /// Whether a limit or quota was hit.
     ///
     /// ```
-    /// use wasmrpc_client::{Code, Error};
-    /// assert!(Error::new(Code::ResourceExhausted, "").is_resource_exhausted());
+    /// use wasmrpc_proto::{Code, Status};
+    /// assert!(Status::new(Code::ResourceExhausted, "").is_resource_exhausted());
     /// ```
     pub fn is_resource_exhausted(&self) -> bool {
         self.code == Code::ResourceExhausted
@@ -103,8 +117,8 @@ impl Error {
     /// Whether the service is unavailable (retrying later may help).
     ///
     /// ```
-    /// use wasmrpc_client::{Code, Error};
-    /// assert!(Error::new(Code::Unavailable, "").is_unavailable());
+    /// use wasmrpc_proto::{Code, Status};
+    /// assert!(Status::new(Code::Unavailable, "").is_unavailable());
     /// ```
     pub fn is_unavailable(&self) -> bool {
         self.code == Code::Unavailable
@@ -113,8 +127,8 @@ impl Error {
     /// Whether the guest trapped or the server failed internally.
     ///
     /// ```
-    /// use wasmrpc_client::{Code, Error};
-    /// assert!(Error::new(Code::Internal, "").is_internal());
+    /// use wasmrpc_proto::{Code, Status};
+    /// assert!(Status::new(Code::Internal, "").is_internal());
     /// ```
     pub fn is_internal(&self) -> bool {
         self.code == Code::Internal
@@ -124,8 +138,8 @@ impl Error {
     /// client's runtime thread stopped).
     ///
     /// ```
-    /// use wasmrpc_client::{Code, Error};
-    /// assert!(Error::new(Code::Cancelled, "").is_cancelled());
+    /// use wasmrpc_proto::{Code, Status};
+    /// assert!(Status::new(Code::Cancelled, "").is_cancelled());
     /// ```
     pub fn is_cancelled(&self) -> bool {
         self.code == Code::Cancelled
@@ -135,9 +149,9 @@ impl Error {
     /// (PERMISSION_DENIED).
     ///
     /// ```
-    /// use wasmrpc_client::{Code, Error};
-    /// assert!(Error::new(Code::Unauthenticated, "").is_auth());
-    /// assert!(Error::new(Code::PermissionDenied, "").is_auth());
+    /// use wasmrpc_proto::{Code, Status};
+    /// assert!(Status::new(Code::Unauthenticated, "").is_auth());
+    /// assert!(Status::new(Code::PermissionDenied, "").is_auth());
     /// ```
     pub fn is_auth(&self) -> bool {
         matches!(self.code, Code::Unauthenticated | Code::PermissionDenied)
@@ -145,28 +159,28 @@ impl Error {
 }
 
 /// A tensor that cannot be built or read is an INVALID_ARGUMENT, so `?` works on
-/// [`Tensor`](crate::Tensor) constructors in functions returning [`Error`].
+/// [`Tensor`](crate::Tensor) constructors in functions returning [`Status`].
 ///
 /// ```
-/// use wasmrpc_client::{Error, Tensor};
-/// fn two_by_two() -> Result<Tensor, Error> {
+/// use wasmrpc_proto::{Status, Tensor};
+/// fn two_by_two() -> Result<Tensor, Status> {
 ///     Ok(Tensor::from_vec([2, 2], vec![1i32, 2, 3])?)
 /// }
 /// assert!(two_by_two().unwrap_err().is_invalid_argument());
 /// ```
-impl From<TensorError> for Error {
+impl From<TensorError> for Status {
     fn from(e: TensorError) -> Self {
-        Error::new(Code::InvalidArgument, e.to_string())
+        Status::new(Code::InvalidArgument, e.to_string())
     }
 }
 
 /// The JSON error body of the native API: `{"error": {"code": "...", "message": "..."}}`.
 ///
 /// ```
-/// use wasmrpc_client::{Code, Error, ErrorBody};
+/// use wasmrpc_proto::{Code, ErrorBody, Status};
 /// let body: ErrorBody =
 ///     serde_json::from_str(r#"{"error":{"code":"NOT_FOUND","message":"no such method"}}"#).unwrap();
-/// assert_eq!(Error::from(body).code, Code::NotFound);
+/// assert_eq!(Status::from(body).code(), Code::NotFound);
 /// ```
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ErrorBody {
@@ -177,8 +191,8 @@ pub struct ErrorBody {
 /// The inside of [`ErrorBody`]: the canonical code name and the message.
 ///
 /// ```
-/// use wasmrpc_client::{Code, Error, ErrorBody};
-/// let body = ErrorBody::from(Error::new(Code::Internal, "trap"));
+/// use wasmrpc_proto::{Code, ErrorBody, Status};
+/// let body = ErrorBody::from(Status::new(Code::Internal, "trap"));
 /// assert_eq!(body.error.code, Code::Internal);
 /// assert_eq!(body.error.message, "trap");
 /// ```
@@ -190,8 +204,8 @@ pub struct ErrorDetail {
     pub message: String,
 }
 
-impl From<Error> for ErrorBody {
-    fn from(e: Error) -> Self {
+impl From<Status> for ErrorBody {
+    fn from(e: Status) -> Self {
         ErrorBody {
             error: ErrorDetail {
                 code: e.code,
@@ -201,8 +215,8 @@ impl From<Error> for ErrorBody {
     }
 }
 
-impl From<ErrorBody> for Error {
+impl From<ErrorBody> for Status {
     fn from(b: ErrorBody) -> Self {
-        Error::new(b.error.code, b.error.message)
+        Status::new(b.error.code, b.error.message)
     }
 }

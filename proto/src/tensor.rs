@@ -11,7 +11,7 @@ use crate::dtype::DType;
 /// return the client's error.
 ///
 /// ```
-/// use wasmrpc_client::{Tensor, TensorError};
+/// use wasmrpc_proto::{Tensor, TensorError};
 /// let err = Tensor::from_vec([2, 2], vec![1i32, 2, 3]).unwrap_err();
 /// assert!(matches!(err, TensorError::ElementCount { expected: 4, actual: 3, .. }));
 /// assert_eq!(err.to_string(), "shape [2, 2] needs 4 elements, got 3");
@@ -69,7 +69,7 @@ pub enum TensorError {
 /// `bool`, `u8`…`u64`, `i8`…`i64`, `half::f16`, `half::bf16`, `f32`, `f64`. Sealed.
 ///
 /// ```
-/// use wasmrpc_client::{DType, Element};
+/// use wasmrpc_proto::{DType, Element};
 /// assert_eq!(<i32 as Element>::DTYPE, DType::Int32);
 /// let mut bytes = Vec::new();
 /// 258i32.write_le(&mut bytes);
@@ -130,7 +130,7 @@ impl Element for bool {
 /// [`TensorError::ShapeOverflow`] when the product does not fit in 64 bits.
 ///
 /// ```
-/// use wasmrpc_client::tensor::element_count;
+/// use wasmrpc_proto::tensor::element_count;
 /// assert_eq!(element_count(&[2, 3, 4]).unwrap(), 24);
 /// assert_eq!(element_count(&[]).unwrap(), 1); // a scalar
 /// assert!(element_count(&[u64::MAX, 2]).is_err());
@@ -150,7 +150,7 @@ pub fn element_count(shape: &[u64]) -> Result<u64, TensorError> {
 /// A length prefix that runs past the end of `data`.
 ///
 /// ```
-/// use wasmrpc_client::tensor::split_strings;
+/// use wasmrpc_proto::tensor::split_strings;
 /// let data = [2, 0, 0, 0, b'h', b'i', 0, 0, 0, 0];
 /// assert_eq!(split_strings(&data).unwrap(), vec![&b"hi"[..], &b""[..]]);
 /// assert!(split_strings(&data[..5]).is_err());
@@ -183,7 +183,7 @@ pub fn split_strings(data: &[u8]) -> Result<Vec<&[u8]>, TensorError> {
 /// When `elem` is 4 GiB or longer (a length the format cannot carry).
 ///
 /// ```
-/// use wasmrpc_client::tensor::push_string;
+/// use wasmrpc_proto::tensor::push_string;
 /// let mut data = Vec::new();
 /// push_string(&mut data, b"hi");
 /// assert_eq!(data, [2, 0, 0, 0, b'h', b'i']);
@@ -197,7 +197,7 @@ pub fn push_string(out: &mut Vec<u8>, elem: &[u8]) {
 /// A dense tensor: dtype, shape (`[]` is a scalar) and little-endian row-major data.
 ///
 /// ```
-/// use wasmrpc_client::{DType, Tensor};
+/// use wasmrpc_proto::{DType, Tensor};
 /// let t = Tensor::from_vec([2, 2], vec![1i32, 2, 3, 4]).unwrap();
 /// assert_eq!(t.dtype(), DType::Int32);
 /// assert_eq!(t.shape(), &[2, 2]);
@@ -218,7 +218,7 @@ impl Tensor {
     /// shape; [`TensorError::Value`] for a bool byte other than 0 or 1 or malformed string data.
     ///
     /// ```
-    /// use wasmrpc_client::{DType, Tensor};
+    /// use wasmrpc_proto::{DType, Tensor};
     /// let t = Tensor::from_raw(DType::UInt16, vec![2], vec![1, 0, 0, 1]).unwrap();
     /// assert_eq!(t.to_vec::<u16>().unwrap(), vec![1, 256]);
     /// assert!(Tensor::from_raw(DType::UInt16, vec![2], vec![1, 0, 0]).is_err());
@@ -265,7 +265,7 @@ impl Tensor {
     /// [`TensorError::ElementCount`] when `values.len()` is not the product of `shape`.
     ///
     /// ```
-    /// use wasmrpc_client::Tensor;
+    /// use wasmrpc_proto::Tensor;
     /// let t = Tensor::from_vec([2, 3], vec![0.5f32; 6]).unwrap();
     /// assert_eq!(t.num_elements(), 6);
     /// assert!(Tensor::from_vec([2, 3], vec![0.5f32; 5]).is_err());
@@ -313,7 +313,7 @@ impl Tensor {
     /// A one-dimensional tensor holding `values`.
     ///
     /// ```
-    /// use wasmrpc_client::Tensor;
+    /// use wasmrpc_proto::Tensor;
     /// let t = Tensor::vector(vec![1i64, 2, 3]);
     /// assert_eq!(t.shape(), &[3]);
     /// ```
@@ -324,7 +324,7 @@ impl Tensor {
     /// A scalar (shape `[]`, as TensorFlow's `tf.constant(2)`).
     ///
     /// ```
-    /// use wasmrpc_client::{DType, Tensor};
+    /// use wasmrpc_proto::{DType, Tensor};
     /// let t = Tensor::scalar(2i32);
     /// assert_eq!((t.dtype(), t.shape()), (DType::Int32, &[][..]));
     /// ```
@@ -341,7 +341,7 @@ impl Tensor {
     /// When one element is 4 GiB or longer.
     ///
     /// ```
-    /// use wasmrpc_client::{DType, Tensor};
+    /// use wasmrpc_proto::{DType, Tensor};
     /// let t = Tensor::from_strings([2], ["hello", "world"]).unwrap();
     /// assert_eq!(t.dtype(), DType::String);
     /// assert_eq!(t.to_strings().unwrap()[1], b"world");
@@ -375,7 +375,7 @@ impl Tensor {
     /// The element type.
     ///
     /// ```
-    /// use wasmrpc_client::{DType, Tensor};
+    /// use wasmrpc_proto::{DType, Tensor};
     /// assert_eq!(Tensor::scalar(true).dtype(), DType::Bool);
     /// ```
     pub fn dtype(&self) -> DType {
@@ -385,7 +385,7 @@ impl Tensor {
     /// The dimensions, outermost first; empty for a scalar.
     ///
     /// ```
-    /// use wasmrpc_client::Tensor;
+    /// use wasmrpc_proto::Tensor;
     /// assert_eq!(Tensor::from_vec([2, 1], vec![1u8, 2]).unwrap().shape(), &[2, 1]);
     /// ```
     pub fn shape(&self) -> &[u64] {
@@ -395,7 +395,7 @@ impl Tensor {
     /// The raw little-endian row-major bytes (length-prefixed elements for strings).
     ///
     /// ```
-    /// use wasmrpc_client::Tensor;
+    /// use wasmrpc_proto::Tensor;
     /// assert_eq!(Tensor::vector(vec![1u16, 2]).raw_data(), &[1, 0, 2, 0]);
     /// ```
     pub fn raw_data(&self) -> &[u8] {
@@ -405,7 +405,7 @@ impl Tensor {
     /// The parts, for handing the bytes on without a copy.
     ///
     /// ```
-    /// use wasmrpc_client::{DType, Tensor};
+    /// use wasmrpc_proto::{DType, Tensor};
     /// let (dtype, shape, data) = Tensor::scalar(1u8).into_parts();
     /// assert_eq!((dtype, shape, data), (DType::UInt8, vec![], vec![1]));
     /// ```
@@ -416,7 +416,7 @@ impl Tensor {
     /// How many elements the tensor holds (1 for a scalar).
     ///
     /// ```
-    /// use wasmrpc_client::Tensor;
+    /// use wasmrpc_proto::Tensor;
     /// assert_eq!(Tensor::from_vec([2, 0], Vec::<f32>::new()).unwrap().num_elements(), 0);
     /// assert_eq!(Tensor::scalar(1.0f32).num_elements(), 1);
     /// ```
@@ -430,7 +430,7 @@ impl Tensor {
     /// [`TensorError::DType`] when `T` is not the tensor's dtype.
     ///
     /// ```
-    /// use wasmrpc_client::Tensor;
+    /// use wasmrpc_proto::Tensor;
     /// let t = Tensor::vector(vec![11i32, 22]);
     /// assert_eq!(t.to_vec::<i32>().unwrap(), vec![11, 22]);
     /// assert!(t.to_vec::<i64>().is_err());
@@ -452,7 +452,7 @@ impl Tensor {
     /// [`TensorError::DType`] when the tensor is not a string tensor.
     ///
     /// ```
-    /// use wasmrpc_client::Tensor;
+    /// use wasmrpc_proto::Tensor;
     /// let t = Tensor::from_strings([1], ["abc"]).unwrap();
     /// assert_eq!(t.to_strings().unwrap(), vec![b"abc".to_vec()]);
     /// assert!(Tensor::scalar(1i32).to_strings().is_err());
