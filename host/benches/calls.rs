@@ -48,10 +48,12 @@ fn inputs(n: usize) -> (Vec<i32>, Vec<i32>) {
 
 async fn bench_instance_per_call(component: &[u8], label: &str, config: RuntimeConfig) {
     let runtime = Runtime::new(config).expect("engine");
-    let module = runtime
-        .load(Arc::new(component.to_vec()))
+    // The bench is the only caller, so it needs no call slot to ask for the signatures.
+    let compiled = runtime
+        .compile(Arc::new(component.to_vec()))
         .await
-        .expect("component loads");
+        .expect("component compiles");
+    let module = runtime.describe(compiled).await.expect("component loads");
     let (a, b) = inputs(1000);
     let args = || vec![Tensor::vector(a.clone()), Tensor::vector(b.clone())];
     let calls = 2000;
@@ -61,7 +63,13 @@ async fn bench_instance_per_call(component: &[u8], label: &str, config: RuntimeC
         let started = Instant::now();
         for _ in 0..calls {
             let out = runtime
-                .call(&module, "add", args(), Duration::from_secs(10))
+                .call(
+                    &module,
+                    "add",
+                    args(),
+                    Duration::from_secs(10),
+                    Instant::now(),
+                )
                 .await
                 .expect("call");
             std::hint::black_box(out);

@@ -47,7 +47,7 @@ impl App {
         Ok(App { service, config })
     }
 
-    /// Load the registry in the background (readiness follows it) and serve on `listener` until
+    /// Compile the registered components in the background (readiness follows it) and serve on `listener` until
     /// `shutdown` resolves, draining in-flight requests.
     ///
     /// # Errors
@@ -60,9 +60,7 @@ impl App {
         if !self.service.is_ready() {
             let service = self.service.clone();
             tokio::spawn(async move {
-                if let Err(e) = service.warm().await {
-                    tracing::error!(error = %e, "loading the registry failed");
-                }
+                service.warm().await;
             });
         }
         let app = router(AppState {

@@ -13,7 +13,8 @@ use wasmrpc_proto::{Code, MethodInfo, Status};
 
 use crate::app::App;
 use crate::config::ServeSettings;
-use crate::service::{DEFAULT_TENANT, Service};
+use crate::service::Service;
+use crate::tenant::TenantId;
 
 /// What [`Server::register`] accepts: component bytes, or a path to a `.wasm` file.
 #[derive(Debug, Clone)]
@@ -141,7 +142,7 @@ impl Server {
         })?;
         listener.set_nonblocking(true).map_err(internal)?;
         let address = listener.local_addr().map_err(internal)?;
-        app.service.warm().await?;
+        app.service.warm().await;
         Ok(Server {
             app: Arc::new(app),
             address,
@@ -197,7 +198,7 @@ impl Server {
         let (info, _) = self
             .app
             .service
-            .register(DEFAULT_TENANT, name, export, bytes)
+            .register(&TenantId::default_tenant(), name, export, bytes)
             .await?;
         Ok(info)
     }

@@ -1,26 +1,39 @@
 //! The one error type of the native HTTP API and its mapping to status codes.
 //!
 //! Every failure is `{"error": {"code": "...", "message": "..."}}` with the canonical code's HTTP
-//! status. Internal details are logged, not sent.
+//! status. A service failure whose text is the server's own (a store's, a join's, the engine's)
+//! is logged with a request id, and the client gets INTERNAL with that id instead of the text.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use wasmrpc_proto::{Code, ErrorBody, Status};
+use wasmrpc_proto::{Code, ErrorBody, Status, headers};
+
+use crate::service::ServiceError;
 
 /// An error answered by the native API.
 #[derive(Debug)]
 pub struct ApiError {
-    status: Status,
+    kind: Kind,
     /// Overrides the code's usual HTTP status (413 for a body over its limit).
     http: Option<StatusCode>,
+}
+
+#[derive(Debug)]
+enum Kind {
+    /// The API's own refusal (a bad body, path or query): shown as it is.
+    Status(Status),
+    /// A failure of the service: shown, or withheld when it is the server's own.
+    Service(ServiceError),
 }
 
 impl ApiError {
     /// An error with this code and message.
     pub fn new(code: Code, message: impl Into<String>) -> Self {
         ApiError {
-            status: Status::new(code, message),
+            kind: Kind::Status(Status::new(code, message)),
             http: None,
         }
     }
@@ -28,40 +41,133 @@ impl ApiError {
     /// An error answered with a specific HTTP status instead of the code's usual one.
     pub fn with_http(code: Code, http: StatusCode, message: impl Into<String>) -> Self {
         ApiError {
-            status: Status::new(code, message),
+            kind: Kind::Status(Status::new(code, message)),
             http: Some(http),
         }
     }
 
     /// A request body over its limit: RESOURCE_EXHAUSTED with HTTP 413.
     pub fn body_too_large(limit: usize) -> Self {
+        ApiError::with_http(
+            Code::ResourceExhausted,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is over the limit of {limit} bytes"),
+        )
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
         ApiError {
-            status: Status::new(
-                Code::ResourceExhausted,
-                format!("the request body is over the limit of {limit} bytes"),
-            ),
-            http: Some(StatusCode::PAYLOAD_TOO_LARGE),
+            kind: Kind::Service(e),
+            http: None,
         }
     }
 }
 
-impl From<Status> for ApiError {
-    fn from(status: Status) -> Self {
-        ApiError { status, http: None }
-    }
+/// A request id for a withheld internal error: unique in this process, and unlikely to repeat
+/// across restarts (the high bits come from the start time).
+fn new_request_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    static START: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let start = *START.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    });
+    format!(
+        "{:08x}-{:08x}",
+        start & 0xffff_ffff,
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let mut request_id: Option<String> = None;
+        let status = match self.kind {
+            Kind::Status(status) => status,
+            Kind::Service(e) => {
+                let code = e.code();
+                match e.public_message() {
+                    Some(message) => Status::new(code, message),
+                    None => {
+                        let id = new_request_id();
+                        tracing::error!(request_id = %id, error = %e, "internal error");
+                        let message = format!(
+                            "internal error; the server's log has the details under request id {id}"
+                        );
+                        request_id = Some(id);
+                        Status::new(code, message)
+                    }
+                }
+            }
+        };
         let http = self.http.unwrap_or_else(|| {
-            StatusCode::from_u16(self.status.code().http_status())
+            StatusCode::from_u16(status.code().http_status())
                 .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
         });
-        if http.is_server_error() && self.status.code() != Code::Unavailable {
-            tracing::warn!(code = %self.status.code(), message = %self.status.message(), "request failed");
+        if http.is_server_error() && status.code() != Code::Unavailable && request_id.is_none() {
+            tracing::warn!(code = %status.code(), message = %status.message(), "request failed");
         } else {
-            tracing::debug!(code = %self.status.code(), message = %self.status.message(), "request refused");
+            tracing::debug!(code = %status.code(), message = %status.message(), "request refused");
         }
-        (http, Json(ErrorBody::from(self.status))).into_response()
+        let mut response = (http, Json(ErrorBody::from(status))).into_response();
+        if let Some(id) = request_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
+            response.headers_mut().insert(headers::REQUEST_ID, id);
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::RegistryError;
+
+    async fn body_of(response: Response) -> (StatusCode, Option<String>, serde_json::Value) {
+        let status = response.status();
+        let id = response
+            .headers()
+            .get(headers::REQUEST_ID)
+            .map(|v| v.to_str().unwrap().to_owned());
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, id, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_store_failure_is_internal_with_a_request_id_and_no_details() {
+        let e = ServiceError::Store(RegistryError::Database(
+            "redb: the page at /var/lib/wasmrpc/registry.redb is corrupt".into(),
+        ));
+        let (status, id, body) = body_of(ApiError::from(e).into_response()).await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(body["error"]["code"], "INTERNAL");
+        let message = body["error"]["message"].as_str().unwrap();
+        let id = id.expect("an x-request-id header");
+        assert!(message.contains(&id), "{message}");
+        assert!(
+            !message.contains("redb") && !message.contains("/var/lib"),
+            "{message}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_guest_failure_is_shown_as_it_is() {
+        let e = ServiceError::NotFound("nope".into());
+        let (status, id, body) = body_of(ApiError::from(e).into_response()).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert_eq!(id, None);
+        assert_eq!(
+            body["error"]["message"],
+            "no method named `nope` is registered"
+        );
+    }
+
+    #[test]
+    fn request_ids_differ() {
+        assert_ne!(new_request_id(), new_request_id());
     }
 }

@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::value::RawValue;
-use wasmrpc_proto::{CallResponse, Code, MethodList, Tensor};
+use wasmrpc_proto::{CallResponse, Code, DeleteResponse, MethodList, Tensor, headers};
 
 use super::AppState;
 use super::body::read_limited;
@@ -59,7 +59,7 @@ pub async fn list(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
 ) -> Result<Json<MethodList>, ApiError> {
-    let methods = state.service.list(&tenant).await?;
+    let methods = state.service.list(&tenant);
     Ok(Json(MethodList { methods }))
 }
 
@@ -70,10 +70,7 @@ pub async fn describe(
     MethodName(name): MethodName,
     ApiQuery(query): ApiQuery<VersionQuery>,
 ) -> Result<Response, ApiError> {
-    let info = state
-        .service
-        .describe(&tenant, &name, query.version)
-        .await?;
+    let info = state.service.describe(&tenant, &name, query.version)?;
     Ok(Json(info).into_response())
 }
 
@@ -83,8 +80,12 @@ pub async fn delete(
     Tenant(tenant): Tenant,
     MethodName(name): MethodName,
 ) -> Result<Response, ApiError> {
-    let versions = state.service.delete(&tenant, &name).await?;
-    Ok(Json(serde_json::json!({ "name": name, "deleted_versions": versions })).into_response())
+    let deleted_versions = state.service.delete(&tenant, &name).await?;
+    Ok(Json(DeleteResponse {
+        deleted_versions,
+        name,
+    })
+    .into_response())
 }
 
 /// The call body, with each argument kept as text until the signature can name it.
@@ -113,7 +114,7 @@ pub async fn call(
         )
     })?;
     drop(bytes);
-    let method = state.service.resolve(&tenant, &name, query.version).await?;
+    let method = state.service.resolve(&tenant, &name, query.version)?;
     let inputs = &method.signature().inputs;
     let args = request
         .args
@@ -133,5 +134,5 @@ pub async fn call(
     let outputs = state.service.invoke(&method, args, timeout).await?;
     let body = serde_json::to_vec(&CallResponse { outputs })
         .map_err(|e| ApiError::new(Code::Internal, format!("encoding the outputs failed: {e}")))?;
-    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+    Ok(([(header::CONTENT_TYPE, headers::JSON)], body).into_response())
 }

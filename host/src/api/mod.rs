@@ -24,7 +24,8 @@ use crate::service::Service;
 use error::ApiError;
 
 /// The header a client names itself in (shows in logs).
-pub const CLIENT_NAME_HEADER: HeaderName = HeaderName::from_static("x-wasmrpc-client");
+pub const CLIENT_NAME_HEADER: HeaderName =
+    HeaderName::from_static(wasmrpc_proto::headers::CLIENT_NAME);
 
 /// Limits of the HTTP layer.
 #[derive(Debug, Clone)]

@@ -7,16 +7,16 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
 use super::error::ApiError;
-use crate::service::DEFAULT_TENANT;
+use crate::tenant::TenantId;
 
 /// The tenant of the request.
 #[derive(Debug, Clone)]
-pub struct Tenant(pub String);
+pub struct Tenant(pub TenantId);
 
 impl<S: Send + Sync> FromRequestParts<S> for Tenant {
     type Rejection = ApiError;
 
     async fn from_request_parts(_parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Ok(Tenant(DEFAULT_TENANT.to_owned()))
+        Ok(Tenant(TenantId::default_tenant()))
     }
 }

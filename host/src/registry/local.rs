@@ -1,51 +1,63 @@
 //! The single-node registry: component bytes in a content-addressed blob directory, registrations
 //! in an embedded redb database (`<data-dir>/registry.redb`) whose commits are durable, so every
-//! `register` that returned `Ok` survives a crash.
+//! `register` that returned `Ok` survives a crash. Every registration is also kept in memory
+//! ([`RegistrationIndex`]), loaded at open and changed under the write lock, so reads never touch
+//! disk. The disk work is synchronous (`*_blocking`); the [`Registry`] impl runs it off the async
+//! workers.
 
 use std::collections::{BTreeSet, HashSet};
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use redb::{Database, ReadOnlyTable, ReadableTable, TableDefinition};
 
 use super::blobs::{self, BlobStore};
-use super::{Digest, NewRegistration, Registration, Registry, RegistryError};
+use super::index::RegistrationIndex;
+use super::record;
+use super::{Digest, Lookup, NewRegistration, Registration, Registry, RegistryError};
+use crate::tenant::TenantId;
 
 /// Key: (tenant, name, version). redb compares tuples element by element (strings bytewise,
 /// integers numerically), so one tenant's entries are contiguous, sorted by name and then by
 /// version, and a name's versions are one range scan.
 type Key = (&'static str, &'static str, u32);
 
-/// Registrations, each stored as the JSON of its [`Registration`] (self-describing, so fields can
-/// be added later with `#[serde(default)]`).
+/// Registrations, each stored as a [`record`] (versioned JSON, independent of the wire types).
 const REGISTRATIONS: TableDefinition<Key, &str> = TableDefinition::new("registrations");
 
 /// redb's default page cache may grow to 1 GiB; the metadata is tiny and memory is better left
 /// to the components.
 const DB_CACHE_BYTES: usize = 32 << 20;
 
-/// A [`Registry`] on the local disk.
+/// A [`Registry`] on the local disk. Cloning shares it.
 ///
 /// Only one process may open a data directory at a time (redb holds a lock on the database file);
 /// inside it, one `LocalRegistry` is shared by all threads. Writes (`register`, `delete`) are
-/// serialised by a mutex; reads use redb's snapshot transactions and never wait for writers.
+/// serialised by a mutex; reads come from the in-memory index and never wait for the disk.
+#[derive(Clone)]
 pub struct LocalRegistry {
+    inner: Arc<Store>,
+}
+
+struct Store {
     data_dir: PathBuf,
     db: Database,
     blobs: BlobStore,
     /// Serialises metadata writes *together with* the blob checks and deletions that go with
-    /// them, so a `delete` cannot remove a blob that a concurrent `register` is about to point to.
-    /// Guards no data: the state is on disk.
+    /// them and the index updates that follow their commits, so a `delete` cannot remove a blob
+    /// that a concurrent `register` is about to point to, and the index never disagrees with disk.
     write_lock: Mutex<()>,
+    /// Every registration, as committed.
+    index: RwLock<RegistrationIndex>,
 }
 
 impl fmt::Debug for LocalRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LocalRegistry")
-            .field("data_dir", &self.data_dir)
+            .field("data_dir", &self.inner.data_dir)
             .finish_non_exhaustive()
     }
 }
@@ -53,13 +65,15 @@ impl fmt::Debug for LocalRegistry {
 impl LocalRegistry {
     /// Open the registry in `data_dir`, creating the directory and the database if needed.
     ///
-    /// Also cleans up after a crash: unfinished blob writes are removed, and so are blobs no
-    /// registration references (written by a `register` whose metadata never committed, or left
-    /// by a `delete` interrupted between its commit and the blob removal).
+    /// Loads every registration into memory, and cleans up after a crash: unfinished blob
+    /// writes are removed, and so are blobs no registration references (written by a `register`
+    /// whose metadata never committed, or left by a `delete` interrupted between its commit and
+    /// the blob removal).
     ///
     /// # Errors
     /// The directory cannot be created, the database cannot be opened (including: another
-    /// process has it open), or the clean-up fails.
+    /// process has it open), a record cannot be read (or is of a newer format), or the clean-up
+    /// fails.
     pub fn open(data_dir: &Path) -> Result<LocalRegistry, RegistryError> {
         let created = !data_dir.is_dir();
         fs::create_dir_all(data_dir)?;
@@ -82,16 +96,82 @@ impl LocalRegistry {
         blobs::sync_dir(data_dir)?;
 
         let blobs = BlobStore::open(data_dir)?;
-        let registry = LocalRegistry {
+        let store = Store {
             data_dir: data_dir.to_path_buf(),
             db,
             blobs,
             write_lock: Mutex::new(()),
+            index: RwLock::new(RegistrationIndex::default()),
         };
-        registry.collect_orphans()?;
-        Ok(registry)
+        store.collect_orphans()?;
+        let all = store.read(|table| {
+            let mut out = Vec::new();
+            for entry in table.iter().map_err(db_err)? {
+                let (_, value) = entry.map_err(db_err)?;
+                out.push(record::decode(value.value())?);
+            }
+            Ok(out)
+        })?;
+        *store.index.write().unwrap_or_else(PoisonError::into_inner) =
+            RegistrationIndex::from_registrations(all);
+        Ok(LocalRegistry {
+            inner: Arc::new(store),
+        })
     }
 
+    /// Store `component` and record a new version of `new.name` (see [`Registry::register`]).
+    /// Blocks on disk.
+    ///
+    /// # Errors
+    /// Storage or database failure; nothing is recorded then.
+    pub fn register_blocking(
+        &self,
+        new: NewRegistration,
+        component: &[u8],
+    ) -> Result<Arc<Registration>, RegistryError> {
+        self.inner.register(new, component)
+    }
+
+    /// Remove every version of a name (see [`Registry::delete`]). Blocks on disk.
+    ///
+    /// # Errors
+    /// Storage or database failure.
+    pub fn delete_blocking(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+    ) -> Result<Vec<Arc<Registration>>, RegistryError> {
+        self.inner.delete(tenant, name)
+    }
+
+    /// The component's bytes, verified against `digest`. Blocks on disk.
+    ///
+    /// # Errors
+    /// [`RegistryError::MissingBlob`], [`RegistryError::Corrupt`], or storage failure.
+    pub fn blob_blocking(&self, digest: &Digest) -> Result<Vec<u8>, RegistryError> {
+        self.inner.blobs.read(digest)
+    }
+
+    fn index(&self) -> RwLockReadGuard<'_, RegistrationIndex> {
+        self.inner
+            .index
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Run blocking store work on tokio's blocking pool.
+    async fn off_thread<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, RegistryError> + Send + 'static,
+    ) -> Result<T, RegistryError> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || f(&inner))
+            .await
+            .map_err(|e| RegistryError::Task(e.to_string()))?
+    }
+}
+
+impl Store {
     /// Take the write lock. Poisoning is ignored: the mutex guards no data, and a panicking
     /// writer's uncommitted transaction was rolled back when it was dropped.
     fn lock(&self) -> MutexGuard<'_, ()> {
@@ -117,7 +197,7 @@ impl LocalRegistry {
             let mut out = HashSet::new();
             for entry in table.iter().map_err(db_err)? {
                 let (_, value) = entry.map_err(db_err)?;
-                out.insert(decode_digest(value.value())?);
+                out.insert(record::decode_digest(value.value())?);
             }
             Ok(out)
         })?;
@@ -140,12 +220,12 @@ impl LocalRegistry {
     }
 }
 
-impl Registry for LocalRegistry {
+impl Store {
     fn register(
         &self,
         new: NewRegistration,
         component: &[u8],
-    ) -> Result<Registration, RegistryError> {
+    ) -> Result<Arc<Registration>, RegistryError> {
         let digest = Digest::of(component);
         // Written before taking the lock so that writing a large component does not hold up
         // other registrations. Until the metadata commits, nothing references it.
@@ -161,7 +241,7 @@ impl Registry for LocalRegistry {
         let registration = {
             let mut table = txn.open_table(REGISTRATIONS).map_err(db_err)?;
             let newest = table
-                .range(versions_of(&new.tenant, &new.name))
+                .range(versions_of(new.tenant.as_str(), &new.name))
                 .map_err(db_err)?
                 .next_back()
                 .transpose()
@@ -183,8 +263,7 @@ impl Registry for LocalRegistry {
                 export: new.export,
                 signature: new.signature,
             };
-            let json = serde_json::to_string(&registration)
-                .map_err(|e| RegistryError::Database(format!("cannot encode registration: {e}")))?;
+            let stored = record::encode(&registration);
             table
                 .insert(
                     (
@@ -192,83 +271,27 @@ impl Registry for LocalRegistry {
                         registration.name.as_str(),
                         version,
                     ),
-                    json.as_str(),
+                    stored.as_str(),
                 )
                 .map_err(db_err)?;
-            registration
+            Arc::new(registration)
         };
         // Durability::Immediate (redb's default): fsynced when `commit` returns.
         txn.commit().map_err(db_err)?;
+        self.index_mut().insert(registration.clone());
         Ok(registration)
     }
 
-    fn blob(&self, digest: &Digest) -> Result<Vec<u8>, RegistryError> {
-        self.blobs.read(digest)
+    fn index_mut(&self) -> std::sync::RwLockWriteGuard<'_, RegistrationIndex> {
+        self.index.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn get(
+    fn delete(
         &self,
-        tenant: &str,
+        tenant_id: &TenantId,
         name: &str,
-        version: Option<u32>,
-    ) -> Result<Option<Registration>, RegistryError> {
-        self.read(|table| {
-            let value = match version {
-                Some(v) => table.get((tenant, name, v)).map_err(db_err)?,
-                None => table
-                    .range(versions_of(tenant, name))
-                    .map_err(db_err)?
-                    .next_back()
-                    .transpose()
-                    .map_err(db_err)?
-                    .map(|(_, value)| value),
-            };
-            value.map(|v| decode(v.value())).transpose()
-        })
-    }
-
-    fn versions(&self, tenant: &str, name: &str) -> Result<Vec<Registration>, RegistryError> {
-        self.read(|table| {
-            let mut out = Vec::new();
-            for entry in table.range(versions_of(tenant, name)).map_err(db_err)? {
-                let (_, value) = entry.map_err(db_err)?;
-                out.push(decode(value.value())?);
-            }
-            Ok(out)
-        })
-    }
-
-    fn list(&self, tenant: &str) -> Result<Vec<Registration>, RegistryError> {
-        self.read(|table| {
-            // The tenant's keys are contiguous, by name then version: keep the last of each name.
-            let mut newest: Vec<(String, String)> = Vec::new();
-            for entry in table.range((tenant, "", 0)..).map_err(db_err)? {
-                let (key, value) = entry.map_err(db_err)?;
-                let (key_tenant, key_name, _) = key.value();
-                if key_tenant != tenant {
-                    break;
-                }
-                match newest.last_mut() {
-                    Some((name, json)) if name == key_name => *json = value.value().to_owned(),
-                    _ => newest.push((key_name.to_owned(), value.value().to_owned())),
-                }
-            }
-            newest.iter().map(|(_, json)| decode(json)).collect()
-        })
-    }
-
-    fn list_all(&self) -> Result<Vec<Registration>, RegistryError> {
-        self.read(|table| {
-            let mut out = Vec::new();
-            for entry in table.iter().map_err(db_err)? {
-                let (_, value) = entry.map_err(db_err)?;
-                out.push(decode(value.value())?);
-            }
-            Ok(out)
-        })
-    }
-
-    fn delete(&self, tenant: &str, name: &str) -> Result<Vec<Registration>, RegistryError> {
+    ) -> Result<Vec<Arc<Registration>>, RegistryError> {
+        let tenant = tenant_id.as_str();
         let _guard = self.lock();
         let txn = self.db.begin_write().map_err(db_err)?;
         let (removed, unreferenced) = {
@@ -276,7 +299,7 @@ impl Registry for LocalRegistry {
             let mut removed = Vec::new();
             for entry in table.range(versions_of(tenant, name)).map_err(db_err)? {
                 let (_, value) = entry.map_err(db_err)?;
-                removed.push(decode(value.value())?);
+                removed.push(record::decode(value.value())?);
             }
             for r in &removed {
                 table.remove((tenant, name, r.version)).map_err(db_err)?;
@@ -286,7 +309,7 @@ impl Registry for LocalRegistry {
             if !unreferenced.is_empty() {
                 for entry in table.iter().map_err(db_err)? {
                     let (_, value) = entry.map_err(db_err)?;
-                    unreferenced.remove(&decode_digest(value.value())?);
+                    unreferenced.remove(&record::decode_digest(value.value())?);
                 }
             }
             (removed, unreferenced)
@@ -296,6 +319,7 @@ impl Registry for LocalRegistry {
             return Ok(removed);
         }
         txn.commit().map_err(db_err)?;
+        self.index_mut().remove(tenant_id, name);
 
         // Still under the lock, so no `register` can commit a new reference to these meanwhile.
         // The metadata is already gone: a blob that cannot be removed now is only an orphan,
@@ -324,25 +348,55 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-fn decode(json: &str) -> Result<Registration, RegistryError> {
-    serde_json::from_str(json)
-        .map_err(|e| RegistryError::Database(format!("unreadable registration record: {e}")))
-}
-
-/// Only the digest of a stored registration: garbage collection scans every record, and this
-/// skips decoding signatures.
-fn decode_digest(json: &str) -> Result<Digest, RegistryError> {
-    #[derive(serde::Deserialize)]
-    struct DigestOnly {
-        digest: Digest,
-    }
-    serde_json::from_str::<DigestOnly>(json)
-        .map(|d| d.digest)
-        .map_err(|e| RegistryError::Database(format!("unreadable registration record: {e}")))
-}
-
 fn db_err(e: impl Into<redb::Error>) -> RegistryError {
     RegistryError::Database(e.into().to_string())
+}
+
+#[async_trait::async_trait]
+impl Registry for LocalRegistry {
+    async fn register(
+        &self,
+        new: NewRegistration,
+        component: Arc<Vec<u8>>,
+    ) -> Result<Arc<Registration>, RegistryError> {
+        self.off_thread(move |store| store.register(new, &component))
+            .await
+    }
+
+    async fn delete(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+    ) -> Result<Vec<Arc<Registration>>, RegistryError> {
+        let (tenant, name) = (tenant.clone(), name.to_owned());
+        self.off_thread(move |store| store.delete(&tenant, &name))
+            .await
+    }
+
+    async fn blob(&self, digest: Digest) -> Result<Vec<u8>, RegistryError> {
+        self.off_thread(move |store| store.blobs.read(&digest))
+            .await
+    }
+
+    fn get(&self, tenant: &TenantId, name: &str, version: Option<u32>) -> Lookup {
+        self.index().get(tenant, name, version)
+    }
+
+    fn versions(&self, tenant: &TenantId, name: &str) -> Vec<u32> {
+        self.index().version_numbers(tenant, name)
+    }
+
+    fn list(&self, tenant: &TenantId) -> Vec<Vec<Arc<Registration>>> {
+        self.index().list(tenant)
+    }
+
+    fn all(&self) -> Vec<Arc<Registration>> {
+        self.index().all()
+    }
+
+    fn uses(&self, digest: &Digest) -> bool {
+        self.index().uses(digest)
+    }
 }
 
 #[cfg(test)]
@@ -350,6 +404,40 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+
+    fn t(name: &str) -> TenantId {
+        TenantId::new(name)
+    }
+
+    /// One version (`None`: the newest), as an owned value for comparisons.
+    fn get(
+        reg: &LocalRegistry,
+        tenant: &str,
+        name: &str,
+        v: Option<u32>,
+    ) -> Option<Arc<Registration>> {
+        match Registry::get(reg, &t(tenant), name, v) {
+            Lookup::Found(r) => Some(r),
+            Lookup::NoSuchVersion | Lookup::NoSuchName => None,
+        }
+    }
+
+    /// The newest version of every name of a tenant, sorted by name.
+    fn list(reg: &LocalRegistry, tenant: &str) -> Vec<Arc<Registration>> {
+        Registry::list(reg, &t(tenant))
+            .into_iter()
+            .filter_map(|versions| versions.last().cloned())
+            .collect()
+    }
+
+    /// Every registration, sorted by (tenant, name, version) as the database orders them.
+    fn list_all(reg: &LocalRegistry) -> Vec<Arc<Registration>> {
+        let mut all = reg.all();
+        all.sort_by(|a, b| {
+            (a.tenant.as_str(), &a.name, a.version).cmp(&(b.tenant.as_str(), &b.name, b.version))
+        });
+        all
+    }
 
     fn sig(name: &str) -> wasmrpc_proto::MethodSignature {
         wasmrpc_proto::MethodSignature {
@@ -362,7 +450,7 @@ mod tests {
 
     fn new(tenant: &str, name: &str) -> NewRegistration {
         NewRegistration {
-            tenant: tenant.into(),
+            tenant: t(tenant),
             name: name.into(),
             export: "add".into(),
             signature: sig("add"),
@@ -383,8 +471,12 @@ mod tests {
         names
     }
 
-    fn versions(regs: &[Registration]) -> Vec<u32> {
+    fn versions<R: std::ops::Deref<Target = Registration>>(regs: &[R]) -> Vec<u32> {
         regs.iter().map(|r| r.version).collect()
+    }
+
+    fn versions_of(reg: &LocalRegistry, tenant: &str, name: &str) -> Vec<u32> {
+        Registry::versions(reg, &t(tenant), name)
     }
 
     #[test]
@@ -393,7 +485,7 @@ mod tests {
         assert_send_sync::<LocalRegistry>();
         let dir = tempfile::tempdir().expect("tempdir");
         let registry: Arc<dyn Registry> = Arc::new(open(dir.path()));
-        assert!(registry.list("t").expect("list").is_empty());
+        assert!(registry.list(&t("t")).is_empty());
     }
 
     #[test]
@@ -401,33 +493,36 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let reg = open(dir.path());
         for expected in 1..=3 {
-            let r = reg.register(new("t", "add"), b"v").expect("register");
+            let r = reg
+                .register_blocking(new("t", "add"), b"v")
+                .expect("register");
             assert_eq!(r.version, expected);
         }
         // Another name has its own counter.
         assert_eq!(
-            reg.register(new("t", "mul"), b"m")
+            reg.register_blocking(new("t", "mul"), b"m")
                 .expect("register")
                 .version,
             1
         );
-        assert_eq!(
-            versions(&reg.versions("t", "add").expect("versions")),
-            [1, 2, 3]
-        );
+        assert_eq!(versions_of(&reg, "t", "add"), [1, 2, 3]);
 
-        let removed = reg.delete("t", "add").expect("delete");
+        let removed = reg.delete_blocking(&t("t"), "add").expect("delete");
         assert_eq!(versions(&removed), [1, 2, 3]);
-        assert!(reg.versions("t", "add").expect("versions").is_empty());
-        assert!(reg.delete("t", "add").expect("second delete").is_empty());
+        assert!(versions_of(&reg, "t", "add").is_empty());
+        assert!(
+            reg.delete_blocking(&t("t"), "add")
+                .expect("second delete")
+                .is_empty()
+        );
 
         assert_eq!(
-            reg.register(new("t", "add"), b"v")
+            reg.register_blocking(new("t", "add"), b"v")
                 .expect("register")
                 .version,
             1
         );
-        assert_eq!(versions(&reg.versions("t", "mul").expect("versions")), [1]);
+        assert_eq!(versions_of(&reg, "t", "mul"), [1]);
     }
 
     #[test]
@@ -435,8 +530,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let reg = open(dir.path());
         let bytes = b"\0asm\x0d\0\x01\0".to_vec();
-        let r = reg.register(new("t", "add"), &bytes).expect("register");
-        assert_eq!(r.tenant, "t");
+        let r = reg
+            .register_blocking(new("t", "add"), &bytes)
+            .expect("register");
+        assert_eq!(r.tenant.as_str(), "t");
         assert_eq!(r.name, "add");
         assert_eq!(r.export, "add");
         assert_eq!(r.signature, sig("add"));
@@ -447,25 +544,30 @@ mod tests {
             "created_ms = {}",
             r.created_ms
         );
-        assert_eq!(reg.blob(&r.digest).expect("blob"), bytes);
+        assert_eq!(reg.blob_blocking(&r.digest).expect("blob"), bytes);
     }
 
     #[test]
     fn get_with_and_without_version() {
         let dir = tempfile::tempdir().expect("tempdir");
         let reg = open(dir.path());
-        let v1 = reg.register(new("t", "add"), b"one").expect("register");
-        let v2 = reg.register(new("t", "add"), b"two").expect("register");
+        let v1 = reg
+            .register_blocking(new("t", "add"), b"one")
+            .expect("register");
+        let v2 = reg
+            .register_blocking(new("t", "add"), b"two")
+            .expect("register");
 
-        assert_eq!(reg.get("t", "add", None).expect("get"), Some(v2.clone()));
-        assert_eq!(reg.get("t", "add", Some(1)).expect("get"), Some(v1.clone()));
-        assert_eq!(reg.get("t", "add", Some(2)).expect("get"), Some(v2));
-        assert_eq!(reg.get("t", "add", Some(3)).expect("get"), None);
-        assert_eq!(reg.get("t", "nope", None).expect("get"), None);
+        assert_eq!(get(&reg, "t", "add", None), Some(v2.clone()));
+        assert_eq!(get(&reg, "t", "add", Some(1)), Some(v1.clone()));
+        assert_eq!(get(&reg, "t", "add", Some(2)), Some(v2));
+        assert_eq!(get(&reg, "t", "add", Some(3)), None);
+        assert_eq!(get(&reg, "t", "nope", None), None);
         // A name that is a prefix of another is not confused with it.
-        reg.register(new("t", "addx"), b"x").expect("register");
-        assert_eq!(reg.get("t", "add", Some(1)).expect("get"), Some(v1));
-        assert_eq!(reg.get("t", "ad", None).expect("get"), None);
+        reg.register_blocking(new("t", "addx"), b"x")
+            .expect("register");
+        assert_eq!(get(&reg, "t", "add", Some(1)), Some(v1));
+        assert_eq!(get(&reg, "t", "ad", None), None);
     }
 
     #[test]
@@ -473,14 +575,17 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let reg = open(dir.path());
         for name in ["softmax", "add", "matmul", "add", "softmax", "add"] {
-            reg.register(new("t", name), name.as_bytes())
+            reg.register_blocking(new("t", name), name.as_bytes())
                 .expect("register");
         }
-        let list = reg.list("t").expect("list");
-        let summary: Vec<(&str, u32)> = list.iter().map(|r| (r.name.as_str(), r.version)).collect();
+        let newest = list(&reg, "t");
+        let summary: Vec<(&str, u32)> = newest
+            .iter()
+            .map(|r| (r.name.as_str(), r.version))
+            .collect();
         assert_eq!(summary, [("add", 3), ("matmul", 1), ("softmax", 2)]);
-        assert_eq!(reg.list_all().expect("list_all").len(), 6);
-        assert!(reg.list("other").expect("list").is_empty());
+        assert_eq!(list_all(&reg).len(), 6);
+        assert!(list(&reg, "other").is_empty());
     }
 
     #[test]
@@ -488,29 +593,41 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let reg = open(dir.path());
         let shared = b"shared component";
-        reg.register(new("a", "add"), shared).expect("register");
-        reg.register(new("a", "add"), shared).expect("register");
-        let b1 = reg.register(new("b", "add"), shared).expect("register");
+        reg.register_blocking(new("a", "add"), shared)
+            .expect("register");
+        reg.register_blocking(new("a", "add"), shared)
+            .expect("register");
+        let b1 = reg
+            .register_blocking(new("b", "add"), shared)
+            .expect("register");
         // A tenant whose name extends another's.
-        reg.register(new("ab", "zzz"), b"ab").expect("register");
+        reg.register_blocking(new("ab", "zzz"), b"ab")
+            .expect("register");
         assert_eq!(b1.version, 1, "tenant b's versions do not count tenant a's");
 
-        assert_eq!(versions(&reg.list("a").expect("list")), [2]);
-        assert_eq!(reg.list("b").expect("list"), std::slice::from_ref(&b1));
-        assert_eq!(reg.list("ab").expect("list").len(), 1);
-        assert_eq!(versions(&reg.versions("b", "add").expect("versions")), [1]);
-        assert_eq!(reg.get("b", "add", Some(2)).expect("get"), None);
+        assert_eq!(versions(&list(&reg, "a")), [2]);
+        assert_eq!(list(&reg, "b"), std::slice::from_ref(&b1));
+        assert_eq!(list(&reg, "ab").len(), 1);
+        assert_eq!(versions_of(&reg, "b", "add"), [1]);
+        assert_eq!(get(&reg, "b", "add", Some(2)), None);
 
         // Deleting a's name leaves b's, and the blob b still uses.
-        assert_eq!(reg.delete("a", "add").expect("delete").len(), 2);
-        assert_eq!(reg.get("b", "add", None).expect("get"), Some(b1.clone()));
-        assert_eq!(reg.blob(&b1.digest).expect("blob"), shared);
-        assert!(reg.delete("a", "zzz").expect("delete").is_empty());
-        assert_eq!(reg.list("ab").expect("list").len(), 1);
+        assert_eq!(
+            reg.delete_blocking(&t("a"), "add").expect("delete").len(),
+            2
+        );
+        assert_eq!(get(&reg, "b", "add", None), Some(b1.clone()));
+        assert_eq!(reg.blob_blocking(&b1.digest).expect("blob"), shared);
+        assert!(
+            reg.delete_blocking(&t("a"), "zzz")
+                .expect("delete")
+                .is_empty()
+        );
+        assert_eq!(list(&reg, "ab").len(), 1);
 
-        reg.delete("b", "add").expect("delete");
+        reg.delete_blocking(&t("b"), "add").expect("delete");
         assert!(matches!(
-            reg.blob(&b1.digest),
+            reg.blob_blocking(&b1.digest),
             Err(RegistryError::MissingBlob(_))
         ));
     }
@@ -520,10 +637,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let reg = open(dir.path());
         let a = reg
-            .register(new("t", "add"), b"component")
+            .register_blocking(new("t", "add"), b"component")
             .expect("register");
         let b = reg
-            .register(new("t", "plus"), b"component")
+            .register_blocking(new("t", "plus"), b"component")
             .expect("register");
         assert_eq!(a.digest, b.digest);
         assert_eq!(blob_files(dir.path()), [a.digest.to_hex()]);
@@ -533,22 +650,25 @@ mod tests {
     fn delete_removes_a_blob_only_when_unreferenced() {
         let dir = tempfile::tempdir().expect("tempdir");
         let reg = open(dir.path());
-        let shared = reg.register(new("t", "add"), b"shared").expect("register");
-        reg.register(new("t", "plus"), b"shared").expect("register");
+        let shared = reg
+            .register_blocking(new("t", "add"), b"shared")
+            .expect("register");
+        reg.register_blocking(new("t", "plus"), b"shared")
+            .expect("register");
         let own = reg
-            .register(new("t", "add"), b"only add v2")
+            .register_blocking(new("t", "add"), b"only add v2")
             .expect("register");
 
         // `add` goes: its v2 blob is unreferenced, its v1 blob is still used by `plus`.
-        reg.delete("t", "add").expect("delete");
+        reg.delete_blocking(&t("t"), "add").expect("delete");
         assert_eq!(blob_files(dir.path()), [shared.digest.to_hex()]);
         assert!(matches!(
-            reg.blob(&own.digest),
+            reg.blob_blocking(&own.digest),
             Err(RegistryError::MissingBlob(_))
         ));
-        assert_eq!(reg.blob(&shared.digest).expect("blob"), b"shared");
+        assert_eq!(reg.blob_blocking(&shared.digest).expect("blob"), b"shared");
 
-        reg.delete("t", "plus").expect("delete");
+        reg.delete_blocking(&t("t"), "plus").expect("delete");
         assert!(blob_files(dir.path()).is_empty());
     }
 
@@ -557,13 +677,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let reg = open(dir.path());
         let r = reg
-            .register(new("t", "add"), b"precious bytes")
+            .register_blocking(new("t", "add"), b"precious bytes")
             .expect("register");
         let path = dir.path().join("blobs/sha256").join(r.digest.to_hex());
         let mut bytes = fs::read(&path).expect("read blob file");
         bytes[0] ^= 0x80;
         fs::write(&path, &bytes).expect("damage blob file");
-        match reg.blob(&r.digest) {
+        match reg.blob_blocking(&r.digest) {
             Err(RegistryError::Corrupt { expected, actual }) => {
                 assert_eq!(expected, r.digest);
                 assert_eq!(actual, Digest::of(&bytes));
@@ -577,28 +697,35 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let before = {
             let reg = open(dir.path());
-            reg.register(new("a", "add"), b"one").expect("register");
-            reg.register(new("a", "add"), b"two").expect("register");
-            reg.register(new("b", "mul"), b"three").expect("register");
-            reg.register(new("b", "gone"), b"four").expect("register");
-            reg.delete("b", "gone").expect("delete");
-            reg.list_all().expect("list_all")
+            reg.register_blocking(new("a", "add"), b"one")
+                .expect("register");
+            reg.register_blocking(new("a", "add"), b"two")
+                .expect("register");
+            reg.register_blocking(new("b", "mul"), b"three")
+                .expect("register");
+            reg.register_blocking(new("b", "gone"), b"four")
+                .expect("register");
+            reg.delete_blocking(&t("b"), "gone").expect("delete");
+            list_all(&reg)
         };
         let reg = open(dir.path());
-        assert_eq!(reg.list_all().expect("list_all"), before);
+        assert_eq!(list_all(&reg), before);
         for r in &before {
-            assert_eq!(Digest::of(&reg.blob(&r.digest).expect("blob")), r.digest);
+            assert_eq!(
+                Digest::of(&reg.blob_blocking(&r.digest).expect("blob")),
+                r.digest
+            );
         }
         assert_eq!(blob_files(dir.path()).len(), 3);
         // Versions carry on from where they were.
         assert_eq!(
-            reg.register(new("a", "add"), b"x")
+            reg.register_blocking(new("a", "add"), b"x")
                 .expect("register")
                 .version,
             3
         );
         assert_eq!(
-            reg.register(new("b", "gone"), b"y")
+            reg.register_blocking(new("b", "gone"), b"y")
                 .expect("register")
                 .version,
             1
@@ -610,7 +737,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let kept = {
             let reg = open(dir.path());
-            reg.register(new("t", "add"), b"kept").expect("register")
+            reg.register_blocking(new("t", "add"), b"kept")
+                .expect("register")
         };
         // What a crash leaves: a blob whose registration never committed, a half-written temp.
         let orphan = Digest::of(b"orphan");
@@ -629,7 +757,7 @@ mod tests {
                 .count(),
             0
         );
-        assert_eq!(reg.blob(&kept.digest).expect("blob"), b"kept");
+        assert_eq!(reg.blob_blocking(&kept.digest).expect("blob"), b"kept");
     }
 
     #[test]
@@ -649,7 +777,12 @@ mod tests {
         let bytes = vec![42u8; 64 * 1024];
         let mut got: Vec<u32> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..8)
-                .map(|_| s.spawn(|| reg.register(new("t", "add"), &bytes).expect("register")))
+                .map(|_| {
+                    s.spawn(|| {
+                        reg.register_blocking(new("t", "add"), &bytes)
+                            .expect("register")
+                    })
+                })
                 .collect();
             handles
                 .into_iter()
@@ -665,10 +798,7 @@ mod tests {
                 .count(),
             0
         );
-        assert_eq!(
-            versions(&reg.versions("t", "add").expect("versions")),
-            (1..=8).collect::<Vec<_>>()
-        );
+        assert_eq!(versions_of(&reg, "t", "add"), (1..=8).collect::<Vec<_>>());
     }
 
     /// A delete garbage-collecting a blob while another thread registers the same bytes must
@@ -685,20 +815,26 @@ mod tests {
                 let (reg, bytes) = (&reg, &bytes);
                 s.spawn(move || {
                     for _ in 0..30 {
-                        let r = reg.register(new("t", name), bytes).expect("register");
+                        let r = reg
+                            .register_blocking(new("t", name), bytes)
+                            .expect("register");
                         // Reads run alongside the writers, without the lock.
-                        reg.list("t").expect("list");
-                        assert_eq!(&reg.blob(&r.digest).expect("blob"), bytes);
-                        reg.delete("t", name).expect("delete");
+                        list(&reg, "t");
+                        assert_eq!(&reg.blob_blocking(&r.digest).expect("blob"), bytes);
+                        reg.delete_blocking(&t("t"), name).expect("delete");
                     }
-                    reg.register(new("t", name), bytes).expect("final register");
+                    reg.register_blocking(new("t", name), bytes)
+                        .expect("final register");
                 });
             }
         });
-        let all = reg.list_all().expect("list_all");
+        let all = list_all(&reg);
         assert_eq!(all.len(), 2);
         for r in all {
-            assert_eq!(reg.blob(&r.digest).expect("blob after race"), bytes);
+            assert_eq!(
+                reg.blob_blocking(&r.digest).expect("blob after race"),
+                bytes
+            );
         }
     }
 }

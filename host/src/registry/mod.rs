@@ -2,17 +2,24 @@
 //! embedded store and a cluster store are interchangeable.
 //!
 //! The registry never sees wasmtime: it stores bytes and metadata. Blobs are content-addressed by
-//! sha256 and verified on every read; registrations are versioned per (tenant, name).
+//! sha256 and verified on every read; registrations are versioned per (tenant, name). Every
+//! registry owns an in-memory cache of its registrations ([`index`]), loaded before it is handed
+//! out, so lookups are plain memory reads; writes are async and durable when they return.
 
 mod blobs;
+pub mod index;
 mod local;
+pub mod record;
 
 pub use local::LocalRegistry;
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use wasmrpc_proto::MethodSignature;
+
+use crate::tenant::TenantId;
 
 /// The sha256 of a component's bytes; printed as `sha256:<64 hex digits>`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -72,7 +79,7 @@ impl<'de> serde::Deserialize<'de> for Digest {
 #[derive(Debug, Clone)]
 pub struct NewRegistration {
     /// The tenant that owns the name.
-    pub tenant: String,
+    pub tenant: TenantId,
     /// The method name it is registered under.
     pub name: String,
     /// The method inside the component this name calls.
@@ -81,11 +88,11 @@ pub struct NewRegistration {
     pub signature: MethodSignature,
 }
 
-/// One version of one registered method.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+/// One version of one registered method. How it is stored on disk is [`record`]'s business.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Registration {
     /// The owning tenant.
-    pub tenant: String,
+    pub tenant: TenantId,
     /// The registered name.
     pub name: String,
     /// 1 for the first registration of a name, then N+1 for each re-registration.
@@ -119,66 +126,72 @@ pub enum RegistryError {
     /// A file operation failed (disk full, permissions…).
     #[error("storage error: {0}")]
     Io(#[from] std::io::Error),
-    /// The metadata database failed.
+    /// The metadata database failed, or holds a record this build cannot read.
     #[error("metadata database error: {0}")]
     Database(String),
+    /// The thread running a blocking store operation failed (panicked or was cancelled).
+    #[error("a store task failed: {0}")]
+    Task(String),
 }
 
-/// Where components and registrations live.
+/// What a lookup found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lookup {
+    /// The registration asked for.
+    Found(Arc<Registration>),
+    /// The name is registered, but not in the version asked for.
+    NoSuchVersion,
+    /// The name is not registered (for this tenant).
+    NoSuchName,
+}
+
+/// Where components and registrations live: the local embedded store, or (later) a cluster store.
 ///
-/// Every method is synchronous and may block on disk: call it from a blocking context
-/// (`tokio::task::spawn_blocking`). When a mutating method returns `Ok`, its effect is durable.
+/// Reads (`get`, `versions`, `list`, `all`, `uses`) come from the registry's own in-memory cache
+/// and never wait for I/O. Writes are async; when one returns `Ok`, its effect is durable and
+/// already visible to reads.
+#[async_trait::async_trait]
 pub trait Registry: Send + Sync + 'static {
     /// Store `component` (if its blob is not there already) and record a new version of
     /// `new.name` pointing at it. Durable when it returns: blob fsynced before the metadata commits.
     ///
     /// # Errors
     /// Storage or database failure; nothing is recorded then.
-    fn register(
+    async fn register(
         &self,
         new: NewRegistration,
-        component: &[u8],
-    ) -> Result<Registration, RegistryError>;
-
-    /// The component's bytes, verified against `digest`.
-    ///
-    /// # Errors
-    /// [`RegistryError::MissingBlob`], [`RegistryError::Corrupt`], or storage failure.
-    fn blob(&self, digest: &Digest) -> Result<Vec<u8>, RegistryError>;
-
-    /// One version of a name (`None`: the newest), if registered.
-    ///
-    /// # Errors
-    /// Database failure.
-    fn get(
-        &self,
-        tenant: &str,
-        name: &str,
-        version: Option<u32>,
-    ) -> Result<Option<Registration>, RegistryError>;
-
-    /// Every version of a name, oldest first; empty if the name is not registered.
-    ///
-    /// # Errors
-    /// Database failure.
-    fn versions(&self, tenant: &str, name: &str) -> Result<Vec<Registration>, RegistryError>;
-
-    /// The newest version of every name of a tenant, sorted by name.
-    ///
-    /// # Errors
-    /// Database failure.
-    fn list(&self, tenant: &str) -> Result<Vec<Registration>, RegistryError>;
-
-    /// Every version of every name of every tenant (used to warm caches at start-up).
-    ///
-    /// # Errors
-    /// Database failure.
-    fn list_all(&self) -> Result<Vec<Registration>, RegistryError>;
+        component: Arc<Vec<u8>>,
+    ) -> Result<Arc<Registration>, RegistryError>;
 
     /// Remove every version of a name; returns what was removed (empty if nothing was registered).
     /// Blobs no other registration uses are deleted.
     ///
     /// # Errors
     /// Storage or database failure.
-    fn delete(&self, tenant: &str, name: &str) -> Result<Vec<Registration>, RegistryError>;
+    async fn delete(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+    ) -> Result<Vec<Arc<Registration>>, RegistryError>;
+
+    /// The component's bytes, verified against `digest`.
+    ///
+    /// # Errors
+    /// [`RegistryError::MissingBlob`], [`RegistryError::Corrupt`], or storage failure.
+    async fn blob(&self, digest: Digest) -> Result<Vec<u8>, RegistryError>;
+
+    /// One version of a name (`None`: the newest).
+    fn get(&self, tenant: &TenantId, name: &str, version: Option<u32>) -> Lookup;
+
+    /// The version numbers of a name, oldest first; empty if it is not registered.
+    fn versions(&self, tenant: &TenantId, name: &str) -> Vec<u32>;
+
+    /// Every name of a tenant with all its versions (oldest first), sorted by name.
+    fn list(&self, tenant: &TenantId) -> Vec<Vec<Arc<Registration>>>;
+
+    /// Every registration of every tenant (to warm caches at start-up).
+    fn all(&self) -> Vec<Arc<Registration>>;
+
+    /// Whether any registration of any tenant points at `digest`.
+    fn uses(&self, digest: &Digest) -> bool;
 }

@@ -1,9 +1,10 @@
 //! Why a guest call failed, classified once at the runtime boundary.
 //!
-//! Everything that can go wrong inside the sandbox becomes one of these; the API maps each to a
-//! canonical code. A guest never makes the host panic.
+//! Everything that can go wrong inside the sandbox becomes one of these, classified by the
+//! error's type (never its text); the service maps each to a canonical code. A guest never makes
+//! the host panic.
 
-use wasmrpc_proto::{Code, Status};
+use wasmrpc_proto::Code;
 
 /// A failed guest call or upload.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,13 +45,11 @@ pub enum GuestFailure {
         /// What was wrong.
         message: String,
     },
-    /// Too many calls are running and waiting; this one was refused at once.
-    #[error("{0}")]
-    Overloaded(String),
     /// The host could not run the call right now (no free instance slot).
     #[error("{0}")]
     Capacity(String),
-    /// Any other failure while instantiating or calling.
+    /// Any other failure while instantiating or calling: the host's fault, not the guest's. Its
+    /// text is for the server's log, never for clients.
     #[error("{0}")]
     Internal(String),
 }
@@ -68,16 +67,15 @@ impl GuestFailure {
     pub fn code(&self) -> Code {
         match self {
             GuestFailure::Deadline { .. } => Code::DeadlineExceeded,
-            GuestFailure::Memory { .. } | GuestFailure::Overloaded(_) => Code::ResourceExhausted,
+            GuestFailure::Memory { .. } => Code::ResourceExhausted,
             GuestFailure::Trap { .. } | GuestFailure::Internal(_) => Code::Internal,
             GuestFailure::Guest { code, .. } | GuestFailure::BadOutput { code, .. } => *code,
             GuestFailure::Capacity(_) => Code::Unavailable,
         }
     }
-}
 
-impl From<GuestFailure> for Status {
-    fn from(f: GuestFailure) -> Self {
-        Status::new(f.code(), f.to_string())
+    /// Whether the failure is the host's own (its text stays in the server's log).
+    pub fn is_host_fault(&self) -> bool {
+        matches!(self, GuestFailure::Internal(_))
     }
 }

@@ -4,7 +4,8 @@
 //! memory, limits and log), instantiates, calls, and drops it. Deadlines use epoch interruption:
 //! a ticker thread advances the epoch every [`EPOCH_TICK`] and the guest yields to tokio at each
 //! tick, so a spinning guest never holds a worker thread and stops within a tick of its deadline.
-//! This room never sees HTTP or storage.
+//! This room never sees HTTP or storage, and decides nothing about how many calls run at once:
+//! whoever calls it holds a slot from [`crate::admission`].
 
 mod bindings;
 pub mod config;
@@ -18,7 +19,6 @@ mod sandbox;
 mod validate;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
@@ -34,6 +34,20 @@ use bindings::TensorFunctionPre;
 use epoch::EpochTicker;
 use limits::CallLimiter;
 use sandbox::CallState;
+
+/// A compiled component whose signatures have not been asked for yet ([`Runtime::describe`]).
+pub struct Compiled {
+    pre: TensorFunctionPre<CallState>,
+    size: usize,
+}
+
+impl std::fmt::Debug for Compiled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compiled")
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
+}
 
 /// A compiled component, ready to be instantiated for each call.
 pub struct Module {
@@ -89,8 +103,6 @@ pub struct Runtime {
     engine: Engine,
     linker: Linker<CallState>,
     config: RuntimeConfig,
-    call_slots: Arc<Semaphore>,
-    waiting: AtomicUsize,
     compile_slots: Arc<Semaphore>,
     _ticker: EpochTicker,
 }
@@ -124,8 +136,6 @@ impl Runtime {
         Ok(Runtime {
             engine,
             linker,
-            call_slots: Arc::new(Semaphore::new(config.max_concurrent_calls)),
-            waiting: AtomicUsize::new(0),
             compile_slots: Arc::new(Semaphore::new(COMPILES_AT_ONCE)),
             config,
             _ticker: ticker,
@@ -137,12 +147,12 @@ impl Runtime {
         &self.config
     }
 
-    /// Validate and compile an uploaded component, then ask it for its signatures.
+    /// Validate and compile an uploaded component; no guest code runs yet.
     ///
     /// # Errors
     /// [`UploadError`] saying what is wrong: not wasm, a core module, a precompiled artifact, a
-    /// forbidden import (named), the wrong world, a compile past its time limit, bad signatures.
-    pub async fn load(&self, bytes: Arc<Vec<u8>>) -> Result<Arc<Module>, UploadError> {
+    /// forbidden import (named), the wrong world, a compile past its time limit.
+    pub async fn compile(&self, bytes: Arc<Vec<u8>>) -> Result<Compiled, UploadError> {
         validate::check_bytes(&bytes, self.config.max_component_bytes)?;
         let compiling = self
             .compile_slots
@@ -174,34 +184,38 @@ impl Runtime {
             .map_err(|e| UploadError::Invalid(format!("{e:#}")))?;
         let pre = TensorFunctionPre::new(instance_pre)
             .map_err(|e| UploadError::WrongWorld(format!("{e:#}")))?;
-        let mut module = Module {
+        Ok(Compiled {
             pre,
-            signatures: Vec::new(),
             size: bytes.len(),
-        };
+        })
+    }
+
+    /// Ask a compiled component for its signatures (running its code, within
+    /// [`RuntimeConfig::signatures_deadline`]) and check them. The caller holds a call slot.
+    ///
+    /// # Errors
+    /// [`UploadError::Signatures`] when the guest fails, [`UploadError::BadSignatures`] for
+    /// signatures that cannot be served.
+    pub async fn describe(&self, compiled: Compiled) -> Result<Arc<Module>, UploadError> {
         let signatures = self
-            .signatures_of(&module)
+            .signatures_of(&compiled.pre)
             .await
             .map_err(UploadError::Signatures)?;
         validate::check_signatures(&signatures)?;
-        module.signatures = signatures;
-        Ok(Arc::new(module))
+        Ok(Arc::new(Module {
+            pre: compiled.pre,
+            signatures,
+            size: compiled.size,
+        }))
     }
 
-    async fn signatures_of(&self, module: &Module) -> Result<Vec<MethodSignature>, GuestFailure> {
-        // Waiting too long for a slot means the server is busy, not that the component is bad.
-        let _slot = self
-            .acquire_slot(self.config.signatures_deadline)
-            .await
-            .map_err(|e| match e {
-                GuestFailure::Deadline { .. } => GuestFailure::Capacity(
-                    "the server is too busy to load the component now; try again".into(),
-                ),
-                other => other,
-            })?;
+    async fn signatures_of(
+        &self,
+        pre: &TensorFunctionPre<CallState>,
+    ) -> Result<Vec<MethodSignature>, GuestFailure> {
         let (mut store, _) = self.new_store(self.config.signatures_deadline);
         let result = async {
-            let instance = module.pre.instantiate_async(&mut store).await?;
+            let instance = pre.instantiate_async(&mut store).await?;
             instance
                 .wasmrpc_tensor_method()
                 .call_signatures(&mut store)
@@ -214,10 +228,11 @@ impl Runtime {
         }
     }
 
-    /// Call `method` of `module` with `args` in a fresh instance, within `deadline`.
+    /// Call `method` of `module` with `args` in a fresh instance, ending `deadline` after
+    /// `started` (the time spent waiting for a slot counts; a failure reports the whole deadline).
     ///
-    /// The arguments must already fit the method's signature. The outputs are checked: malformed,
-    /// off-signature or oversized outputs are refused.
+    /// The arguments must already fit the method's signature, and the caller holds a call slot.
+    /// The outputs are checked: malformed, off-signature or oversized outputs are refused.
     ///
     /// # Errors
     /// A [`GuestFailure`] classifying what went wrong.
@@ -227,11 +242,9 @@ impl Runtime {
         method: &str,
         args: Vec<Tensor>,
         deadline: Duration,
+        started: Instant,
     ) -> Result<Vec<Tensor>, GuestFailure> {
-        let started = Instant::now();
-        let _slot = self.acquire_slot(deadline).await?;
-        let remaining = deadline.saturating_sub(started.elapsed());
-        let (mut store, log) = self.new_store(remaining);
+        let (mut store, log) = self.new_store(deadline.saturating_sub(started.elapsed()));
         let wit_args: Vec<_> = args.into_iter().map(convert::tensor_to_wit).collect();
         let result = async {
             let instance = module.pre.instantiate_async(&mut store).await?;
@@ -308,35 +321,6 @@ impl Runtime {
         Ok(tensors)
     }
 
-    /// Wait for a call slot for at most `deadline`; refuse at once when too many already wait.
-    async fn acquire_slot(
-        &self,
-        deadline: Duration,
-    ) -> Result<tokio::sync::OwnedSemaphorePermit, GuestFailure> {
-        if let Ok(permit) = self.call_slots.clone().try_acquire_owned() {
-            return Ok(permit);
-        }
-        if self.waiting.fetch_add(1, Ordering::SeqCst) >= self.config.max_queued_calls {
-            self.waiting.fetch_sub(1, Ordering::SeqCst);
-            return Err(GuestFailure::Overloaded(format!(
-                "the server is running {} calls and {} more are waiting; try again later",
-                self.config.max_concurrent_calls, self.config.max_queued_calls
-            )));
-        }
-        let acquired =
-            tokio::time::timeout(deadline, self.call_slots.clone().acquire_owned()).await;
-        self.waiting.fetch_sub(1, Ordering::SeqCst);
-        match acquired {
-            Ok(Ok(permit)) => Ok(permit),
-            Ok(Err(_)) => Err(GuestFailure::Capacity(
-                "the runtime is shutting down".into(),
-            )),
-            Err(_) => Err(GuestFailure::Deadline {
-                deadline_ms: deadline.as_millis() as u64,
-            }),
-        }
-    }
-
     fn new_store(&self, deadline: Duration) -> (Store<CallState>, guest_log::GuestLog) {
         let c = &self.config;
         let limiter = CallLimiter::new(
@@ -406,16 +390,18 @@ impl Runtime {
                 guest_output,
             };
         }
-        let text = format!("{error:#}");
-        if text.contains("pooling allocator") || text.contains("maximum concurrent") {
-            return GuestFailure::Capacity(format!("no free instance slot: {text}"));
+        if let Some(limit) = error.downcast_ref::<wasmtime::PoolConcurrencyLimitError>() {
+            return GuestFailure::Capacity(format!("no free instance slot: {limit}"));
         }
-        if text.contains("exit") && !guest_output.is_empty() {
+        if let Some(exit) = error.downcast_ref::<wasmtime_wasi::I32Exit>() {
+            // `std::process::exit` (or an abort through WASI): the guest ended itself.
             return GuestFailure::Trap {
-                reason: text,
+                reason: format!("the guest exited with status {}", exit.0),
                 guest_output,
             };
         }
-        GuestFailure::Internal(format!("instantiating or calling the guest failed: {text}"))
+        GuestFailure::Internal(format!(
+            "instantiating or calling the guest failed: {error:#}"
+        ))
     }
 }

@@ -51,10 +51,19 @@ pub enum UploadError {
     /// The component's `signatures()` failed.
     #[error("asking the component for its signatures failed: {0}")]
     Signatures(GuestFailure),
+    /// No call slot was free to ask for the signatures: the server is busy, which is not the
+    /// component's fault (UNAVAILABLE, or RESOURCE_EXHAUSTED when the wait queue is full).
+    #[error("asking the component for its signatures failed: {reason}")]
+    Busy {
+        /// The retryable code.
+        code: Code,
+        /// Why.
+        reason: String,
+    },
     /// The signatures themselves are unusable.
     #[error("the component's signatures are invalid: {0}")]
     BadSignatures(String),
-    /// A host-side failure.
+    /// A host-side failure; its text is for the server's log, never for clients.
     #[error("internal error while loading the component: {0}")]
     Internal(String),
 }
@@ -67,17 +76,21 @@ impl UploadError {
             UploadError::CompileTimeout(_) => Code::DeadlineExceeded,
             UploadError::Internal(_) => Code::Internal,
             // A busy server is not the component's fault: say so, with the retryable code.
-            UploadError::Signatures(
-                f @ (GuestFailure::Capacity(_) | GuestFailure::Overloaded(_)),
-            ) => f.code(),
+            UploadError::Busy { code, .. } => *code,
+            UploadError::Signatures(f @ GuestFailure::Capacity(_)) => f.code(),
+            // The host failed while running the component's code.
+            UploadError::Signatures(f) if f.is_host_fault() => Code::Internal,
             _ => Code::InvalidArgument,
         }
     }
-}
 
-impl From<UploadError> for wasmrpc_proto::Status {
-    fn from(e: UploadError) -> Self {
-        wasmrpc_proto::Status::new(e.code(), e.to_string())
+    /// Whether the failure is the host's own (its text stays in the server's log).
+    pub fn is_host_fault(&self) -> bool {
+        match self {
+            UploadError::Internal(_) => true,
+            UploadError::Signatures(f) => f.is_host_fault(),
+            _ => false,
+        }
     }
 }
 

@@ -1,0 +1,128 @@
+//! Compiled components by content digest: loaded on registration, at start-up and on first use.
+//!
+//! A component whose stored bytes fail verification, or that no longer compiles, is remembered as
+//! unavailable (until it is registered again) and never run; a passing failure (a busy server, a
+//! compile timeout) is reported and tried again next time.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio::sync::RwLock;
+use wasmrpc_proto::Code;
+
+use crate::admission::{Admission, AdmissionError};
+use crate::registry::{Digest, Registry, RegistryError};
+use crate::runtime::{Module, Runtime, UploadError};
+use crate::service::ServiceError;
+
+/// A compiled component, or why it cannot be run.
+#[derive(Clone)]
+enum Slot {
+    Ready(Arc<Module>),
+    Unavailable(String),
+}
+
+/// The compiled-component cache of this process.
+pub struct ModuleCache {
+    runtime: Arc<Runtime>,
+    registry: Arc<dyn Registry>,
+    admission: Arc<Admission>,
+    slots: RwLock<HashMap<Digest, Slot>>,
+}
+
+impl std::fmt::Debug for ModuleCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModuleCache").finish_non_exhaustive()
+    }
+}
+
+impl ModuleCache {
+    /// An empty cache loading from `registry` into `runtime`; asking a component for its
+    /// signatures takes a call slot from `admission`, like any other guest code.
+    pub fn new(
+        runtime: Arc<Runtime>,
+        registry: Arc<dyn Registry>,
+        admission: Arc<Admission>,
+    ) -> Self {
+        ModuleCache {
+            runtime,
+            registry,
+            admission,
+            slots: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// Validate, compile and describe component bytes (an upload, or a stored blob).
+    ///
+    /// # Errors
+    /// Why the component was refused, or [`UploadError::Busy`] when no call slot came free to
+    /// ask it for its signatures.
+    pub async fn load(&self, bytes: Arc<Vec<u8>>) -> Result<Arc<Module>, UploadError> {
+        let compiled = self.runtime.compile(bytes).await?;
+        let wait = self.runtime.config().signatures_deadline;
+        let _slot = self.admission.admit(wait).await.map_err(|e| {
+            let (code, reason) = match e {
+                // Waiting too long for a slot means the server is busy, not that the component
+                // is bad.
+                AdmissionError::WaitedPastDeadline { .. } => (
+                    Code::Unavailable,
+                    "the server is too busy to load the component now; try again".to_owned(),
+                ),
+                AdmissionError::Overloaded { .. } => (Code::ResourceExhausted, e.to_string()),
+                AdmissionError::Closed => (Code::Unavailable, e.to_string()),
+            };
+            UploadError::Busy { code, reason }
+        })?;
+        self.runtime.describe(compiled).await
+    }
+
+    /// Remember a freshly loaded component.
+    pub async fn insert(&self, digest: Digest, module: Arc<Module>) {
+        self.slots.write().await.insert(digest, Slot::Ready(module));
+    }
+
+    /// Forget a component nothing refers to any more.
+    pub async fn forget(&self, digest: &Digest) {
+        self.slots.write().await.remove(digest);
+    }
+
+    /// The compiled component for `digest`, loading it from the registry if needed.
+    ///
+    /// # Errors
+    /// UNAVAILABLE when the stored component is missing, corrupt or no longer loads, or loading
+    /// it failed for a passing reason; a store failure otherwise.
+    pub async fn get(&self, digest: &Digest) -> Result<Arc<Module>, ServiceError> {
+        if let Some(slot) = self.slots.read().await.get(digest) {
+            return match slot {
+                Slot::Ready(m) => Ok(m.clone()),
+                Slot::Unavailable(why) => Err(ServiceError::Unavailable(why.clone())),
+            };
+        }
+        let slot = match self.registry.blob(*digest).await {
+            Ok(bytes) => match self.load(Arc::new(bytes)).await {
+                Ok(m) => Slot::Ready(m),
+                // The stored component itself is refused: that will not change until it is
+                // registered again, so remember it.
+                Err(e) if e.code() == Code::InvalidArgument => {
+                    Slot::Unavailable(format!("stored component {digest} no longer loads: {e}"))
+                }
+                Err(e) if e.is_host_fault() => return Err(ServiceError::Upload(e)),
+                // A passing failure (busy, a compile timeout): report it, try again next time.
+                Err(e) => {
+                    return Err(ServiceError::Unavailable(format!(
+                        "loading stored component {digest} failed, try again: {e}"
+                    )));
+                }
+            },
+            Err(e @ (RegistryError::Corrupt { .. } | RegistryError::MissingBlob(_))) => {
+                Slot::Unavailable(format!("{e}; register the method again"))
+            }
+            Err(e) => return Err(ServiceError::Store(e)),
+        };
+        self.slots.write().await.insert(*digest, slot.clone());
+        match slot {
+            Slot::Ready(m) => Ok(m),
+            Slot::Unavailable(why) => Err(ServiceError::Unavailable(why)),
+        }
+    }
+}

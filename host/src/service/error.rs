@@ -1,0 +1,167 @@
+//! The service's one error type, and the one place that maps failures to canonical codes and
+//! decides what a client may see.
+//!
+//! A client sees its own mistakes and the guest's failure (trap reason, log tail); a store's,
+//! a join's or the engine's own text is the server's business: [`ServiceError::public_message`]
+//! withholds it, and the API logs it with a request id instead.
+
+use wasmrpc_proto::{Code, Status};
+
+use crate::admission::AdmissionError;
+use crate::registry::RegistryError;
+use crate::runtime::{GuestFailure, UploadError};
+
+/// Why an operation of the service failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The name breaks the one name rule.
+    #[error("{0}")]
+    InvalidName(String),
+    /// No method of that name is registered for the tenant.
+    #[error("no method named `{0}` is registered")]
+    NotFound(String),
+    /// The name is registered, but not in that version.
+    #[error("method `{name}` has no version {version}")]
+    NoSuchVersion {
+        /// The name.
+        name: String,
+        /// The version asked for.
+        version: u32,
+    },
+    /// The uploaded component was refused, or could not be loaded.
+    #[error(transparent)]
+    Upload(#[from] UploadError),
+    /// The component has no such method, or needs `?export=` to choose one.
+    #[error("{0}")]
+    Export(String),
+    /// The arguments do not fit the method's signature.
+    #[error("{0}")]
+    Arguments(String),
+    /// The guest call failed.
+    #[error(transparent)]
+    Guest(#[from] GuestFailure),
+    /// The call was not admitted (the server is full, or no slot came free in time).
+    #[error(transparent)]
+    Admission(#[from] AdmissionError),
+    /// The stored component cannot be run now (missing, corrupt, no longer loads).
+    #[error("{0}")]
+    Unavailable(String),
+    /// The store failed.
+    #[error("the method store failed: {0}")]
+    Store(#[from] RegistryError),
+}
+
+impl ServiceError {
+    /// The canonical code: the one mapping of every failure to a code.
+    pub fn code(&self) -> Code {
+        match self {
+            ServiceError::InvalidName(_) | ServiceError::Export(_) | ServiceError::Arguments(_) => {
+                Code::InvalidArgument
+            }
+            ServiceError::NotFound(_) | ServiceError::NoSuchVersion { .. } => Code::NotFound,
+            ServiceError::Upload(e) => e.code(),
+            ServiceError::Guest(f) => f.code(),
+            ServiceError::Admission(AdmissionError::Overloaded { .. }) => Code::ResourceExhausted,
+            ServiceError::Admission(AdmissionError::WaitedPastDeadline { .. }) => {
+                Code::DeadlineExceeded
+            }
+            ServiceError::Admission(AdmissionError::Closed) | ServiceError::Unavailable(_) => {
+                Code::Unavailable
+            }
+            ServiceError::Store(RegistryError::Corrupt { .. } | RegistryError::MissingBlob(_)) => {
+                Code::Unavailable
+            }
+            ServiceError::Store(_) => Code::Internal,
+        }
+    }
+
+    /// What a client may be told, or `None` when the failure is the server's own and its text
+    /// (a store's, a join's, the engine's) must stay in the server's log.
+    pub fn public_message(&self) -> Option<String> {
+        let host_fault = match self {
+            ServiceError::Upload(e) => e.is_host_fault(),
+            ServiceError::Guest(f) => f.is_host_fault(),
+            ServiceError::Store(e) => !matches!(
+                e,
+                RegistryError::Corrupt { .. } | RegistryError::MissingBlob(_)
+            ),
+            _ => false,
+        };
+        (!host_fault).then(|| self.to_string())
+    }
+}
+
+/// The full status, for callers in the same process (the embedding program is the operator, so
+/// it sees the whole message). Over HTTP the API sends [`ServiceError::public_message`] instead.
+impl From<ServiceError> for Status {
+    fn from(e: ServiceError) -> Self {
+        Status::new(e.code(), e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Digest;
+
+    #[test]
+    fn host_faults_keep_their_text_to_the_server() {
+        let io = ServiceError::Store(RegistryError::Io(std::io::Error::other(
+            "disk /dev/vda1 is full",
+        )));
+        assert_eq!(io.code(), Code::Internal);
+        assert_eq!(io.public_message(), None);
+        let db = ServiceError::Store(RegistryError::Database("redb: page 7 corrupt".into()));
+        assert_eq!(db.public_message(), None);
+        let join = ServiceError::Store(RegistryError::Task("task 12 panicked".into()));
+        assert_eq!(join.public_message(), None);
+        let engine = ServiceError::Guest(GuestFailure::Internal(
+            "instantiating or calling the guest failed: wasmtime internals".into(),
+        ));
+        assert_eq!(
+            (engine.code(), engine.public_message()),
+            (Code::Internal, None)
+        );
+        let upload = ServiceError::Upload(UploadError::Internal("join error".into()));
+        assert_eq!(upload.public_message(), None);
+    }
+
+    #[test]
+    fn guest_failures_and_client_mistakes_are_shown() {
+        let trap = ServiceError::Guest(GuestFailure::Trap {
+            reason: "wasm trap: integer divide by zero".into(),
+            guest_output: "panicked at src/lib.rs:3".into(),
+        });
+        assert_eq!(trap.code(), Code::Internal);
+        let shown = trap
+            .public_message()
+            .expect("a trap is the caller's to see");
+        assert!(
+            shown.contains("divide by zero") && shown.contains("panicked at"),
+            "{shown}"
+        );
+        let missing = ServiceError::NotFound("nope".into());
+        assert_eq!(
+            (missing.code(), missing.public_message().as_deref()),
+            (Code::NotFound, Some("no method named `nope` is registered"))
+        );
+        let corrupt = ServiceError::Store(RegistryError::MissingBlob(Digest([7; 32])));
+        assert_eq!(corrupt.code(), Code::Unavailable);
+        assert!(corrupt.public_message().is_some());
+    }
+
+    #[test]
+    fn admission_refusals_have_retryable_codes() {
+        let full = ServiceError::Admission(AdmissionError::Overloaded {
+            running: 2,
+            queued: 4,
+        });
+        assert_eq!(full.code(), Code::ResourceExhausted);
+        let late = ServiceError::Admission(AdmissionError::WaitedPastDeadline { deadline_ms: 5 });
+        assert_eq!(late.code(), Code::DeadlineExceeded);
+        assert_eq!(
+            ServiceError::Admission(AdmissionError::Closed).code(),
+            Code::Unavailable
+        );
+    }
+}

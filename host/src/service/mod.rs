@@ -1,0 +1,355 @@
+//! The operations the API and the embeddable server offer over methods, joining the registry
+//! (what is registered), the module cache (what is compiled here) and an executor (where a call
+//! runs).
+//!
+//! Every failure is a [`ServiceError`], kept structured until the API maps it to a code.
+
+mod error;
+
+pub use error::ServiceError;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use wasmrpc_proto::{Code, MethodInfo, MethodSignature, Tensor};
+
+use crate::admission::Admission;
+use crate::execute::{Executor, LocalExecutor, ModuleCache};
+use crate::metrics::Metrics;
+use crate::registry::{Digest, Lookup, NewRegistration, Registration, Registry};
+use crate::runtime::{Module, Runtime};
+use crate::tenant::TenantId;
+
+/// A method resolved for a call: its registration, shared with the registry's cache (no copy per
+/// call). Where its component is compiled is the executor's business.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// The registration being called.
+    pub registration: Arc<Registration>,
+}
+
+impl Resolved {
+    /// The method's signature.
+    pub fn signature(&self) -> &MethodSignature {
+        &self.registration.signature
+    }
+}
+
+/// The host's operations over methods.
+pub struct Service {
+    runtime: Arc<Runtime>,
+    registry: Arc<dyn Registry>,
+    modules: Arc<ModuleCache>,
+    executor: Arc<dyn Executor>,
+    metrics: Arc<Metrics>,
+    ready: AtomicBool,
+}
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service")
+            .field("ready", &self.ready)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Service {
+    /// A service over `runtime` and `registry` that runs calls here, admitted by call slots and a
+    /// wait queue sized by the runtime's configuration; not ready until [`Service::warm`] has run.
+    pub fn new(runtime: Arc<Runtime>, registry: Arc<dyn Registry>, metrics: Arc<Metrics>) -> Self {
+        let config = runtime.config();
+        let admission = Arc::new(Admission::new(
+            config.max_concurrent_calls,
+            config.max_queued_calls,
+        ));
+        let modules = Arc::new(ModuleCache::new(
+            runtime.clone(),
+            registry.clone(),
+            admission.clone(),
+        ));
+        let executor = Arc::new(LocalExecutor::new(
+            runtime.clone(),
+            modules.clone(),
+            admission,
+        ));
+        Service {
+            runtime,
+            registry,
+            modules,
+            executor,
+            metrics,
+            ready: AtomicBool::new(false),
+        }
+    }
+
+    /// The runtime's limits and configuration.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// The metrics this service records into.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Whether start-up loading has finished.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Compile every registered component (the registry has loaded its registrations already),
+    /// verifying each blob, then become ready. A component that fails is logged and marked
+    /// unavailable; the rest still serve. Returns how many registrations there are.
+    pub async fn warm(&self) -> usize {
+        let all = self.registry.all();
+        let mut digests: Vec<Digest> = all.iter().map(|r| r.digest).collect();
+        digests.sort();
+        digests.dedup();
+        for digest in &digests {
+            if let Err(e) = self.modules.get(digest).await {
+                tracing::warn!(%digest, error = %e, "stored component is unavailable");
+            }
+        }
+        self.ready.store(true, Ordering::Release);
+        tracing::info!(
+            registrations = all.len(),
+            components = digests.len(),
+            "registry loaded"
+        );
+        all.len()
+    }
+
+    /// Register `component` under `name` for `tenant`; returns the new version's metadata and
+    /// whether the name is new (version 1).
+    ///
+    /// `export` picks one method of a multi-method component; without it, a component with one
+    /// method, or one whose methods include `name`, needs no choice.
+    ///
+    /// # Errors
+    /// INVALID_ARGUMENT for a bad name or component (with the reason), RESOURCE_EXHAUSTED for one
+    /// over the size limit, a store failure (nothing is registered then).
+    pub async fn register(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        export: Option<&str>,
+        component: Vec<u8>,
+    ) -> Result<(MethodInfo, bool), ServiceError> {
+        wasmrpc_proto::names::check_name(name).map_err(ServiceError::InvalidName)?;
+        let component = Arc::new(component);
+        let module = self.modules.load(component.clone()).await?;
+        let signature = choose_export(&module, name, export)?.clone();
+        let new = NewRegistration {
+            tenant: tenant.clone(),
+            name: name.to_owned(),
+            export: signature.name.clone(),
+            signature,
+        };
+        let registration = self.registry.register(new, component).await?;
+        self.modules.insert(registration.digest, module).await;
+        self.metrics.record_registration(tenant.as_str());
+        tracing::info!(
+            %tenant,
+            name,
+            version = registration.version,
+            digest = %registration.digest,
+            "registered"
+        );
+        let created = registration.version == 1;
+        Ok((self.info(&registration), created))
+    }
+
+    fn info(&self, registration: &Registration) -> MethodInfo {
+        let versions = self
+            .registry
+            .versions(&registration.tenant, &registration.name);
+        method_info(registration, versions)
+    }
+
+    /// Every method of `tenant`, newest version of each, sorted by name.
+    pub fn list(&self, tenant: &TenantId) -> Vec<MethodInfo> {
+        self.registry
+            .list(tenant)
+            .into_iter()
+            .filter_map(|all| {
+                let numbers = all.iter().map(|r| r.version).collect();
+                all.last().map(|latest| method_info(latest, numbers))
+            })
+            .collect()
+    }
+
+    /// One method's metadata (its newest version, or `version`).
+    ///
+    /// # Errors
+    /// NOT_FOUND when the name (or version) is not registered.
+    pub fn describe(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        version: Option<u32>,
+    ) -> Result<MethodInfo, ServiceError> {
+        let registration = self.lookup(tenant, name, version)?;
+        Ok(self.info(&registration))
+    }
+
+    fn lookup(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        version: Option<u32>,
+    ) -> Result<Arc<Registration>, ServiceError> {
+        match self.registry.get(tenant, name, version) {
+            Lookup::Found(r) => Ok(r),
+            Lookup::NoSuchVersion => Err(ServiceError::NoSuchVersion {
+                name: name.to_owned(),
+                version: version.unwrap_or(0),
+            }),
+            Lookup::NoSuchName => Err(ServiceError::NotFound(name.to_owned())),
+        }
+    }
+
+    /// Unregister every version of `name`; returns the versions removed.
+    ///
+    /// # Errors
+    /// NOT_FOUND when the name is not registered; a store failure.
+    pub async fn delete(&self, tenant: &TenantId, name: &str) -> Result<Vec<u32>, ServiceError> {
+        let removed = self.registry.delete(tenant, name).await?;
+        if removed.is_empty() {
+            return Err(ServiceError::NotFound(name.to_owned()));
+        }
+        // Forget compiled components nothing refers to any more.
+        for r in &removed {
+            if !self.registry.uses(&r.digest) {
+                self.modules.forget(&r.digest).await;
+            }
+        }
+        tracing::info!(%tenant, name, versions = removed.len(), "deleted");
+        Ok(removed.iter().map(|r| r.version).collect())
+    }
+
+    /// Find a method, ready for [`Service::invoke`].
+    ///
+    /// # Errors
+    /// NOT_FOUND for an unknown name or version.
+    pub fn resolve(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        version: Option<u32>,
+    ) -> Result<Resolved, ServiceError> {
+        Ok(Resolved {
+            registration: self.lookup(tenant, name, version)?,
+        })
+    }
+
+    /// Call a resolved method with `args` within `timeout` (zero: the server's default).
+    ///
+    /// # Errors
+    /// INVALID_ARGUMENT when the args do not fit the signature; otherwise the guest's failure,
+    /// a refusal to admit the call, or a component that cannot be loaded.
+    pub async fn invoke(
+        &self,
+        method: &Resolved,
+        args: Vec<Tensor>,
+        timeout: Duration,
+    ) -> Result<Vec<Tensor>, ServiceError> {
+        let registration = &method.registration;
+        // If the caller goes away mid-call (the client disconnected), this future is dropped and
+        // the guest with it; the guard still counts the call, as CANCELLED.
+        let mut record = CallRecord {
+            metrics: &self.metrics,
+            registration,
+            started: Instant::now(),
+            code: Some(Code::Cancelled),
+        };
+        let result = match registration.signature.check_args(&args) {
+            Err(why) => Err(ServiceError::Arguments(why)),
+            Ok(()) => {
+                let deadline = self.runtime.config().deadline_for(timeout);
+                self.executor.execute(registration, args, deadline).await
+            }
+        };
+        record.code = result.as_ref().err().map(ServiceError::code);
+        drop(record);
+        result
+    }
+
+    /// Resolve and invoke in one step.
+    ///
+    /// # Errors
+    /// As [`Service::resolve`] and [`Service::invoke`].
+    pub async fn call(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        version: Option<u32>,
+        args: Vec<Tensor>,
+        timeout: Duration,
+    ) -> Result<Vec<Tensor>, ServiceError> {
+        let method = self.resolve(tenant, name, version)?;
+        self.invoke(&method, args, timeout).await
+    }
+}
+
+/// Records one call in the metrics when dropped, whether the call finished or was abandoned.
+struct CallRecord<'a> {
+    metrics: &'a Metrics,
+    registration: &'a Registration,
+    started: Instant,
+    /// `None` for OK; stays CANCELLED unless the call finishes.
+    code: Option<Code>,
+}
+
+impl Drop for CallRecord<'_> {
+    fn drop(&mut self) {
+        self.metrics.record_call(
+            self.registration.tenant.as_str(),
+            &self.registration.name,
+            self.code,
+            self.started.elapsed(),
+        );
+    }
+}
+
+fn choose_export<'m>(
+    module: &'m Module,
+    name: &str,
+    export: Option<&str>,
+) -> Result<&'m MethodSignature, ServiceError> {
+    let sigs = module.signatures();
+    let names = || {
+        sigs.iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match export {
+        Some(e) => module.signature(e).ok_or_else(|| {
+            ServiceError::Export(format!(
+                "the component has no method `{e}`; it exports: {}",
+                names()
+            ))
+        }),
+        None if sigs.len() == 1 => Ok(&sigs[0]),
+        None => module.signature(name).ok_or_else(|| {
+            ServiceError::Export(format!(
+                "the component exports several methods ({}); choose one with ?export=NAME",
+                names()
+            ))
+        }),
+    }
+}
+
+fn method_info(r: &Registration, versions: Vec<u32>) -> MethodInfo {
+    MethodInfo {
+        name: r.name.clone(),
+        version: r.version,
+        versions,
+        digest: r.digest.to_string(),
+        size: r.size,
+        created_ms: r.created_ms,
+        export: r.export.clone(),
+        signature: r.signature.clone(),
+    }
+}
