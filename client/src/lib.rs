@@ -17,8 +17,22 @@
 //! | `client.list_registered_methods()` | [`Client::list_registered_methods`] |
 //!
 //! The rpc layer is `"http"` (HTTP/2 with prior knowledge) or `"https"` (HTTP/2 over TLS,
-//! verified against the webpki roots; [`Client::create_with_options`] with [`ClientOptions`]
-//! trusts a private CA too).
+//! verified against the webpki roots). Everything beyond TF's four arguments, such as an API key
+//! or a private CA to trust, goes through one builder, [`Client::builder`] (and
+//! [`blocking::Client::builder`]):
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! let client = wasmrpc_client::Client::builder("https", "localhost:8443")
+//!     .name("demo")
+//!     .timeout(Duration::from_secs(5))
+//!     .key("my-tenant-key")
+//!     .ca_cert_pem(std::fs::read("ca.pem")?)
+//!     .connect()
+//!     .await?;
+//! # Ok(()) }
+//! ```
 //!
 //! Errors carry the canonical codes TensorFlow and gRPC share ([`Code`]). With the cargo feature
 //! `ndarray`, tensors convert to and from `ndarray::ArrayD`.
@@ -38,9 +52,14 @@
 
 pub mod blocking;
 pub mod client;
+mod options;
 pub mod transport;
 
-pub use client::{Client, ClientOptions, MethodHandle, StatusOrResult};
+#[cfg(test)]
+mod test_support;
+
+pub use client::{Client, ClientBuilder, MethodHandle, StatusOrResult};
+pub use options::ClientOptions;
 pub use wasmrpc_proto::{
     CallRequest, CallResponse, Code, DType, DeleteResponse, Dim, Element, ErrorBody, MethodInfo,
     MethodList, MethodSignature, Tensor, TensorError, TensorSpec,
@@ -56,3 +75,6 @@ pub mod error {
     pub use wasmrpc_proto::Status as Error;
     pub use wasmrpc_proto::status::{ErrorBody, ErrorDetail};
 }
+
+// The README's Rust examples (this crate's and the embedded server's) are compiled as doc tests
+// of `wasmrpc-host`, the one crate that builds both.

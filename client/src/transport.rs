@@ -1,6 +1,9 @@
 //! One HTTP connection pool per client: HTTP/2 with prior knowledge over plain TCP (`http://`)
 //! or HTTP/2 over TLS by ALPN (`https://`), so many concurrent calls share one connection; every
 //! request names the client and carries its key.
+//!
+//! It knows nothing of the client above it: it takes a base URL, a name and [`ClientOptions`],
+//! so it can also be used alone (tests poll a TLS server's `/readyz` with it).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,9 +18,9 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject as _;
 
-use crate::client::ClientOptions;
 use crate::code::Code;
 use crate::error::{Error, ErrorBody};
+use crate::options::ClientOptions;
 
 /// The header carrying the client's name; the server logs it with every request.
 ///
@@ -206,7 +209,7 @@ impl Transport {
             let tls = matches!(self.http, Pool::Tls(_));
             // What these low-level errors usually mean, said in the terms of this API.
             let hint = if chain.contains("invalid peer certificate") {
-                "; to trust a private CA, give its certificate (ClientOptions::with_ca_cert_pem, \
+                "; to trust a private CA, give its certificate (Client::builder(..).ca_cert_pem, \
                  or --ca-cert in the CLI)"
             } else if tls && chain.contains("InvalidContentType") {
                 "; the server does not seem to speak TLS: try rpc_layer `http` (an http:// address)"

@@ -1,204 +1,263 @@
-//! Accepting connections: HTTP/1.1 and HTTP/2 on one port (h2c prior knowledge, or h2 and
-//! HTTP/1.1 over TLS by ALPN when a certificate is given), header read timeout, and graceful
-//! shutdown that drains in-flight requests.
+//! The embeddable server, a mirror of `tf.distribute.experimental.rpc.Server`.
 //!
-//! Takes an already-bound listener and a shutdown future, so tests run it on port 0.
+//! `Server::create("http", "127.0.0.1:0")` or `Server::create_local_server()`, then `register`,
+//! `start`, `join` / `shutdown`. Unlike TensorFlow, registering after `start` is allowed (hot
+//! registration), and registering a name again creates a new version.
 
-use std::future::Future;
 use std::net::SocketAddr;
-use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::Watcher;
-use hyper_util::service::TowerToHyperService;
-use rustls::pki_types::pem::PemObject as _;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, TcpStream};
-use tokio_rustls::TlsAcceptor;
+use tokio::sync::watch;
+use wasmrpc_proto::{Code, MethodInfo, Status};
 
-/// How the listener treats connections.
+use crate::app::App;
+use crate::config::ServeSettings;
+use crate::service::Service;
+use crate::tenant::TenantId;
+
+/// What [`Server::register`] accepts: component bytes, or a path to a `.wasm` file.
 #[derive(Debug, Clone)]
-pub struct ServeOptions {
-    /// Time a client may take to send a request's headers (HTTP/1.1), and to finish the TLS
-    /// handshake, so a silent client cannot hold a connection.
-    pub header_read_timeout: Duration,
-    /// How long shutdown waits for in-flight requests before closing connections.
-    pub drain_timeout: Duration,
-    /// Serve TLS with this configuration (see [`tls_config`]); `None` serves cleartext.
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+pub enum ComponentSource {
+    /// The component's bytes.
+    Bytes(Vec<u8>),
+    /// A file to read them from.
+    Path(PathBuf),
 }
 
-impl Default for ServeOptions {
-    fn default() -> Self {
-        ServeOptions {
-            header_read_timeout: Duration::from_secs(10),
-            drain_timeout: Duration::from_secs(30),
-            tls: None,
-        }
+impl From<Vec<u8>> for ComponentSource {
+    fn from(b: Vec<u8>) -> Self {
+        ComponentSource::Bytes(b)
     }
 }
 
-/// A TLS configuration from a PEM certificate chain (leaf first) and a PEM private key (PKCS#8,
-/// PKCS#1 or SEC1), offering h2 and HTTP/1.1 by ALPN. Uses the `ring` provider explicitly, so no
-/// process-wide default provider is needed.
+impl From<&[u8]> for ComponentSource {
+    fn from(b: &[u8]) -> Self {
+        ComponentSource::Bytes(b.to_vec())
+    }
+}
+
+impl From<&Path> for ComponentSource {
+    fn from(p: &Path) -> Self {
+        ComponentSource::Path(p.to_path_buf())
+    }
+}
+
+impl From<PathBuf> for ComponentSource {
+    fn from(p: PathBuf) -> Self {
+        ComponentSource::Path(p)
+    }
+}
+
+/// An in-process wasmrpc server.
 ///
-/// # Errors
-/// A file that cannot be read or holds no certificate or key (the message names the file), or
-/// a key that does not match the certificate or is of an unsupported kind.
-pub fn tls_config(cert_path: &Path, key_path: &Path) -> anyhow::Result<Arc<rustls::ServerConfig>> {
-    let cert_pem = std::fs::read(cert_path)
-        .map_err(|e| anyhow::anyhow!("reading the TLS certificate {}: {e}", cert_path.display()))?;
-    let chain = CertificateDer::pem_slice_iter(&cert_pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| {
-            anyhow::anyhow!(
-                "the TLS certificate {} is not valid PEM: {e}",
-                cert_path.display()
+/// ```no_run
+/// # async fn demo() -> Result<(), wasmrpc_proto::Status> {
+/// use wasmrpc_host::Server;
+/// let server = Server::create_local_server().await?;
+/// server.register("addition", std::path::Path::new("example_add.wasm")).await?;
+/// server.start()?;
+/// println!("serving on {}", server.address());
+/// server.shutdown().await;
+/// # Ok(()) }
+/// ```
+pub struct Server {
+    app: Arc<App>,
+    address: SocketAddr,
+    listener: Mutex<Option<std::net::TcpListener>>,
+    stop: watch::Sender<bool>,
+    stopped: watch::Sender<bool>,
+    _store: Option<tempfile::TempDir>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("address", &self.address)
+            .finish_non_exhaustive()
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> Status {
+    Status::new(Code::Internal, e.to_string())
+}
+
+impl Server {
+    /// A server for `address` (`host:port`; port 0 picks a free port) speaking `rpc_layer`
+    /// (`"http"`), with its store in a temporary directory removed on drop.
+    ///
+    /// # Errors
+    /// INVALID_ARGUMENT for an unsupported rpc layer or a bad address; UNAVAILABLE when the
+    /// address cannot be bound; INTERNAL when the engine or store cannot be created.
+    pub async fn create(rpc_layer: &str, address: &str) -> Result<Server, Status> {
+        if rpc_layer != "http" {
+            return Err(Status::new(
+                Code::InvalidArgument,
+                format!("unsupported rpc_layer `{rpc_layer}`; supported layers: http"),
+            ));
+        }
+        let listen: SocketAddr = address.parse().map_err(|_| {
+            Status::new(
+                Code::InvalidArgument,
+                format!("`{address}` is not an address like 127.0.0.1:8080"),
             )
         })?;
-    if chain.is_empty() {
-        anyhow::bail!(
-            "the TLS certificate {} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
-            cert_path.display()
-        );
+        let store = tempfile::tempdir().map_err(internal)?;
+        let settings = ServeSettings {
+            listen: Some(listen),
+            data_dir: Some(store.path().to_path_buf()),
+            ..ServeSettings::default()
+        };
+        Server::with_settings(settings, Some(store)).await
     }
-    let key_pem = std::fs::read(key_path)
-        .map_err(|e| anyhow::anyhow!("reading the TLS key {}: {e}", key_path.display()))?;
-    let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
-        anyhow::anyhow!(
-            "the TLS key {} holds no PEM private key (PKCS#8, PKCS#1 or SEC1): {e}",
-            key_path.display()
-        )
-    })?;
-    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|e| anyhow::anyhow!("setting up TLS: {e}"))?
-    .with_no_client_auth()
-    .with_single_cert(chain, key)
-    .map_err(|e| {
-        anyhow::anyhow!(
-            "the TLS key {} cannot be used with the certificate {}: {e}",
-            key_path.display(),
-            cert_path.display()
-        )
-    })?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
-}
 
-/// Serve `app` on `listener` until `shutdown` resolves, then stop accepting and let in-flight
-/// requests finish (at most `drain_timeout`).
-///
-/// # Errors
-/// Never for a single bad connection (those are logged); only if accepting fails for good.
-pub async fn serve(
-    listener: TcpListener,
-    app: Router,
-    shutdown: impl Future<Output = ()> + Send,
-    options: ServeOptions,
-) -> std::io::Result<()> {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(options.header_read_timeout)
-        .keep_alive(true);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .max_concurrent_streams(1024)
-        .keep_alive_interval(Some(Duration::from_secs(20)));
-    let builder = Arc::new(builder);
-    let tls = options.tls.clone().map(TlsAcceptor::from);
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            () = &mut shutdown => break,
+    /// A server on a free loopback port with a temporary store: TF's `create_local_server`.
+    ///
+    /// # Errors
+    /// As [`Server::create`].
+    pub async fn create_local_server() -> Result<Server, Status> {
+        Server::create("http", "127.0.0.1:0").await
+    }
+
+    /// A server from full settings (a persistent `data_dir`, limits, TLS with `tls_cert` and
+    /// `tls_key`…).
+    ///
+    /// # Errors
+    /// As [`Server::create`]; also INVALID_ARGUMENT for a non-loopback address (no authentication
+    /// yet) or TLS settings that cannot be used (one of certificate and key missing, a file that
+    /// cannot be read or is not PEM).
+    pub async fn with_settings(
+        settings: ServeSettings,
+        store: Option<tempfile::TempDir>,
+    ) -> Result<Server, Status> {
+        let config = settings
+            .resolve()
+            .map_err(|e| Status::new(Code::InvalidArgument, format!("{e:#}")))?;
+        let listen = config.listen;
+        // Build first: it refuses a non-loopback address before anything is bound.
+        let app =
+            App::build(config).map_err(|e| Status::new(Code::InvalidArgument, format!("{e:#}")))?;
+        let listener = std::net::TcpListener::bind(listen).map_err(|e| {
+            Status::new(Code::Unavailable, format!("cannot listen on {listen}: {e}"))
+        })?;
+        listener.set_nonblocking(true).map_err(internal)?;
+        let address = listener.local_addr().map_err(internal)?;
+        app.service.warm().await;
+        Ok(Server {
+            app: Arc::new(app),
+            address,
+            listener: Mutex::new(Some(listener)),
+            stop: watch::Sender::new(false),
+            stopped: watch::Sender::new(false),
+            _store: store,
+        })
+    }
+
+    /// The address the server listens on (known from creation, also for port 0).
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// The operations behind the HTTP API, for in-process calls.
+    pub fn service(&self) -> &Arc<Service> {
+        &self.app.service
+    }
+
+    /// Register a component under `name`; a new version if `name` exists. Allowed before and
+    /// after [`Server::start`]. A multi-method component needs [`Server::register_export`].
+    ///
+    /// # Errors
+    /// The component's refusal (INVALID_ARGUMENT with the reason), or a file that cannot be read.
+    pub async fn register(
+        &self,
+        name: &str,
+        component: impl Into<ComponentSource>,
+    ) -> Result<MethodInfo, Status> {
+        self.register_export(name, component, None).await
+    }
+
+    /// Register one `export` of a multi-method component under `name`.
+    ///
+    /// # Errors
+    /// As [`Server::register`].
+    pub async fn register_export(
+        &self,
+        name: &str,
+        component: impl Into<ComponentSource>,
+        export: Option<&str>,
+    ) -> Result<MethodInfo, Status> {
+        let bytes = match component.into() {
+            ComponentSource::Bytes(b) => b,
+            ComponentSource::Path(p) => tokio::fs::read(&p).await.map_err(|e| {
+                Status::new(
+                    Code::InvalidArgument,
+                    format!("reading {}: {e}", p.display()),
+                )
+            })?,
         };
-        let (stream, peer) = match accepted {
-            Ok(conn) => conn,
-            Err(e) => {
-                // Out of file descriptors and the like: back off instead of spinning.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        // Taken before the task starts, so shutdown also waits for a connection still in its
-        // TLS handshake (which the header read timeout bounds).
-        let watcher = graceful.watcher();
-        let (builder, tls, app) = (builder.clone(), tls.clone(), app.clone());
-        let handshake_timeout = options.header_read_timeout;
+        let (info, _) = self
+            .app
+            .service
+            .register(&TenantId::default_tenant(), name, export, bytes)
+            .await?;
+        Ok(info)
+    }
+
+    /// Start serving in the background; returns at once. Must be called inside a tokio runtime.
+    ///
+    /// # Errors
+    /// FAILED_PRECONDITION when already started.
+    pub fn start(&self) -> Result<(), Status> {
+        let listener = self
+            .listener
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| {
+                Status::new(Code::FailedPrecondition, "the server was already started")
+            })?;
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(internal)?;
+        let app = self.app.clone();
+        let mut stop = self.stop.subscribe();
+        let stopped = self.stopped.clone();
         tokio::spawn(async move {
-            match tls {
-                None => serve_connection(&builder, stream, app, watcher, peer).await,
-                Some(acceptor) => {
-                    if let Some(stream) =
-                        handshake(&acceptor, stream, handshake_timeout, peer).await
-                    {
-                        serve_connection(&builder, stream, app, watcher, peer).await;
-                    }
-                }
+            let shutdown = async move {
+                let _ = stop.wait_for(|s| *s).await;
+            };
+            if let Err(e) = app.run(listener, shutdown).await {
+                tracing::error!(error = %e, "the embedded server stopped with an error");
             }
+            stopped.send_replace(true);
         });
+        Ok(())
     }
-    drop(listener);
-    tracing::info!("shutting down: draining in-flight requests");
-    tokio::select! {
-        () = graceful.shutdown() => tracing::info!("all connections drained"),
-        () = tokio::time::sleep(options.drain_timeout) => {
-            tracing::warn!("drain timeout passed; closing remaining connections");
-        }
-    }
-    Ok(())
-}
 
-/// The server side of a TLS handshake, given at most `timeout`; `None` (logged) when it fails.
-async fn handshake(
-    acceptor: &TlsAcceptor,
-    stream: TcpStream,
-    timeout: Duration,
-    peer: SocketAddr,
-) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
-    match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
-        Ok(Ok(stream)) => Some(stream),
-        Ok(Err(e)) => {
-            tracing::debug!(%peer, error = %e, "TLS handshake failed");
-            None
+    /// Wait until the server has shut down (after [`Server::shutdown`] from elsewhere).
+    pub async fn join(&self) {
+        let mut stopped = self.stopped.subscribe();
+        let _ = stopped.wait_for(|s| *s).await;
+    }
+
+    /// Stop accepting connections, let in-flight calls finish (within the drain timeout), and
+    /// wait for that. Returns at once if the server was never started.
+    pub async fn shutdown(&self) {
+        self.stop.send_replace(true);
+        let never_started = self
+            .listener
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .is_some();
+        if never_started {
+            self.stopped.send_replace(true);
         }
-        Err(_) => {
-            tracing::debug!(%peer, ?timeout, "TLS handshake timed out");
-            None
-        }
+        self.join().await;
     }
 }
 
-/// Serve HTTP/1.1 or HTTP/2 (whichever the client speaks) on one connection until it closes or
-/// shutdown drains it.
-async fn serve_connection<I>(
-    builder: &auto::Builder<TokioExecutor>,
-    io: I,
-    app: Router,
-    watcher: Watcher,
-    peer: SocketAddr,
-) where
-    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let service = TowerToHyperService::new(app);
-    let connection = builder
-        .serve_connection_with_upgrades(TokioIo::new(io), service)
-        .into_owned();
-    if let Err(e) = watcher.watch(connection).await {
-        tracing::debug!(%peer, error = %e, "connection closed with an error");
+impl Drop for Server {
+    fn drop(&mut self) {
+        // A dropped server stops serving; in-flight requests drain in the background.
+        self.stop.send_replace(true);
     }
 }

@@ -167,6 +167,65 @@ fn the_blocking_client_registers_describes_and_deletes_methods() {
 }
 
 #[tokio::test]
+async fn a_client_built_with_a_key_names_itself_and_calls_as_with_create() {
+    let server = server_with_methods(&[]);
+    // This version's server does not check keys: one is sent and accepted.
+    let client = Client::builder("http", &server.url)
+        .name("sdk-builder")
+        .timeout(Duration::from_secs(30))
+        .key("sdk-test-key")
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(client.name(), "sdk-builder");
+    assert_eq!(client.address(), server.url);
+    assert_eq!(client.list_registered_methods().len(), 2);
+    let value = client
+        .method("addition")
+        .unwrap()
+        .call_blocking(a_and_b())
+        .await
+        .unwrap();
+    assert_eq!(ints(&value), [[11, 22]]);
+    // The builder's timeout is the calls' default, as `create`'s is.
+    let spin = client.method("spin").unwrap();
+    let err = spin
+        .call_with_timeout(spin_arg(), Duration::from_millis(300))
+        .await
+        .unwrap_err();
+    assert!(err.is_deadline_exceeded(), "{err}");
+
+    // The blocking builder, from a thread of its own (this test runs inside a runtime).
+    let url = server.url.clone();
+    let blocking_value = std::thread::spawn(move || {
+        let client = blocking::Client::builder("http", &url)
+            .name("sdk-builder-blocking")
+            .key("sdk-test-key")
+            .connect()
+            .unwrap();
+        assert_eq!(client.name(), "sdk-builder-blocking");
+        client
+            .call("addition", a_and_b(), Some(vec![int32_spec(None)]), None)
+            .get_value()
+    })
+    .join()
+    .unwrap()
+    .unwrap();
+    assert_eq!(ints(&blocking_value), [[11, 22]]);
+
+    // Each name reached the server: the method list and the calls were counted under it.
+    let metrics = metrics(&server);
+    assert!(
+        metrics.contains(r#"wasmrpc_client_requests_total{client="sdk-builder"} 3"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"wasmrpc_client_requests_total{client="sdk-builder-blocking"} 2"#),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
 async fn a_call_past_its_client_timeout_is_deadline_exceeded_and_the_server_still_answers() {
     let server = server_with_methods(&[]);
     let client = Client::create("http", &server.url, "sdk-timeout", Duration::from_secs(30))

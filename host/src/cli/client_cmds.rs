@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use wasmrpc_client::{Client, ClientOptions};
+use wasmrpc_client::Client;
 
 use super::ServerArgs;
 use super::args::parse_arg;
@@ -20,13 +20,6 @@ fn block_on<T>(fut: impl std::future::Future<Output = anyhow::Result<T>>) -> any
 }
 
 async fn connect(server: &ServerArgs) -> anyhow::Result<Client> {
-    let mut options = ClientOptions::default();
-    options.key = server.key.clone();
-    if let Some(path) = &server.ca_cert {
-        let pem = std::fs::read(path)
-            .with_context(|| format!("reading the CA certificate {}", path.display()))?;
-        options.ca_certs_pem.push(pem);
-    }
     // The address's scheme picks the layer; a bare HOST:PORT is cleartext.
     let scheme = server.server.split_once("://").map(|(scheme, _)| scheme);
     let rpc_layer = if scheme.is_some_and(|s| s.eq_ignore_ascii_case("https")) {
@@ -34,14 +27,18 @@ async fn connect(server: &ServerArgs) -> anyhow::Result<Client> {
     } else {
         "http"
     };
-    Ok(Client::create_with_options(
-        rpc_layer,
-        &server.server,
-        "wasmrpc-cli",
-        Duration::from_secs(server.timeout_s),
-        options,
-    )
-    .await?)
+    let mut builder = Client::builder(rpc_layer, &server.server)
+        .name("wasmrpc-cli")
+        .timeout(Duration::from_secs(server.timeout_s));
+    if let Some(key) = &server.key {
+        builder = builder.key(key.clone());
+    }
+    if let Some(path) = &server.ca_cert {
+        let pem = std::fs::read(path)
+            .with_context(|| format!("reading the CA certificate {}", path.display()))?;
+        builder = builder.ca_cert_pem(pem);
+    }
+    Ok(builder.connect().await?)
 }
 
 pub fn deploy(

@@ -1,0 +1,308 @@
+//! Calls: [`Client::call`] (returns at once), [`Client::call_async`] (awaited) and
+//! [`Client::call_version`], and what every call goes through on the way: the arguments checked
+//! against a known signature, the timeout sent to the server and enforced here too, NOT_FOUND
+//! answered with the methods that do exist, and the outputs checked against `output_specs`.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Method;
+
+use super::{Client, StatusOrResult, check_name, decode};
+use crate::code::Code;
+use crate::error::Error;
+use crate::signature::TensorSpec;
+use crate::tensor::Tensor;
+use crate::{CallRequest, CallResponse};
+
+/// Extra time the client waits past a call's timeout for the server's own DEADLINE_EXCEEDED, which
+/// carries a better message; past it the client gives up by itself.
+const CLIENT_DEADLINE_GRACE: Duration = Duration::from_millis(500);
+
+/// How long a NOT_FOUND answer may spend refreshing the method list it shows.
+const NOT_FOUND_REFRESH: Duration = Duration::from_secs(2);
+
+impl Client {
+    /// Start a call and return at once; the [`StatusOrResult`] completes when the call does
+    /// (TF's `client.call(args, method_name, output_specs, timeout_in_ms)`).
+    ///
+    /// Without `output_specs` the value is the flat list of outputs; with them, each output is
+    /// checked against its spec and a mismatch is INVALID_ARGUMENT. `timeout`: `None` for the
+    /// client's default, `Some(Duration::ZERO)` for none; past it the result is
+    /// DEADLINE_EXCEEDED, and the host stops the guest.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime: the call runs as a spawned task. Use [`crate::blocking::Client`]
+    /// in programs without one.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: wasmrpc_client::Client) -> Result<(), wasmrpc_client::Error> {
+    /// use std::time::Duration;
+    /// use wasmrpc_client::{DType, Tensor, TensorSpec};
+    /// let specs = vec![TensorSpec { name: "sum".into(), dtype: DType::Int32, shape: Some(vec![]) }];
+    /// let result = client.call("addition", vec![Tensor::scalar(2i32), Tensor::scalar(3i32)],
+    ///                          Some(specs), Some(Duration::from_millis(500)));
+    /// if result.is_ok().await {
+    ///     assert_eq!(result.get_value().await?[0].to_vec::<i32>()?, vec![5]);
+    /// } else if let Some((code, message)) = result.get_error().await {
+    ///     eprintln!("{code}: {message}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    #[track_caller]
+    pub fn call(
+        &self,
+        method_name: &str,
+        args: Vec<Tensor>,
+        output_specs: Option<Vec<TensorSpec>>,
+        timeout: Option<Duration>,
+    ) -> StatusOrResult {
+        self.call_on(
+            &tokio::runtime::Handle::current(),
+            method_name,
+            args,
+            output_specs,
+            timeout,
+        )
+    }
+
+    /// [`Client::call`] on `runtime`: the blocking client starts calls on its own runtime
+    /// thread, from threads that have none.
+    pub(crate) fn call_on(
+        &self,
+        runtime: &tokio::runtime::Handle,
+        method_name: &str,
+        args: Vec<Tensor>,
+        output_specs: Option<Vec<TensorSpec>>,
+        timeout: Option<Duration>,
+    ) -> StatusOrResult {
+        let client = self.clone();
+        let name = method_name.to_owned();
+        StatusOrResult::spawn_on(runtime, async move {
+            client
+                .call_async(&name, args, output_specs.as_deref(), timeout)
+                .await
+        })
+    }
+
+    /// The call itself, awaited: outputs, or the error with its canonical code.
+    ///
+    /// Arguments and timeout are as for [`Client::call`]; this form needs no spawned task.
+    ///
+    /// # Errors
+    /// INVALID_ARGUMENT when the args do not fit a known signature (nothing is sent then) or the
+    /// outputs do not fit `output_specs`; DEADLINE_EXCEEDED past the timeout; NOT_FOUND, listing
+    /// the registered methods, for an unknown method; the server's or the guest's error.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: wasmrpc_client::Client) -> Result<(), wasmrpc_client::Error> {
+    /// use wasmrpc_client::Tensor;
+    /// let outputs = client
+    ///     .call_async("addition", vec![Tensor::vector(vec![1i32, 2]), Tensor::vector(vec![10i32, 20])],
+    ///                 None, None)
+    ///     .await?;
+    /// assert_eq!(outputs[0].to_vec::<i32>()?, vec![11, 22]);
+    /// # Ok(()) }
+    /// ```
+    pub async fn call_async(
+        &self,
+        method_name: &str,
+        args: Vec<Tensor>,
+        output_specs: Option<&[TensorSpec]>,
+        timeout: Option<Duration>,
+    ) -> Result<Vec<Tensor>, Error> {
+        check_name(method_name)?;
+        if let Some(info) = self.known(method_name) {
+            info.signature
+                .check_args(&args)
+                .map_err(|why| Error::new(Code::InvalidArgument, why))?;
+        }
+        let timeout = timeout.unwrap_or(self.inner.default_timeout);
+        let outputs = match self.send_call(method_name, None, args, timeout).await {
+            Ok(outputs) => outputs,
+            Err(e) if e.is_not_found() => return Err(self.not_found_listing(e).await),
+            Err(e) => return Err(e),
+        };
+        if let Some(specs) = output_specs {
+            check_outputs(specs, &outputs)?;
+        }
+        Ok(outputs)
+    }
+
+    /// NOT_FOUND from the server, with the methods that do exist: the list is refreshed first
+    /// (briefly; on failure the last one is shown), so that a deletion elsewhere shows too.
+    async fn not_found_listing(&self, e: Error) -> Error {
+        let _ = tokio::time::timeout(NOT_FOUND_REFRESH, self.refresh()).await;
+        Error::new(
+            e.code(),
+            format!("{}; {}", e.message(), self.registered_names()),
+        )
+    }
+
+    /// Call a pinned version of a method (`?version=N`); arguments are checked by the server
+    /// only, and the outputs are not checked.
+    ///
+    /// # Errors
+    /// As [`Client::call_async`]; NOT_FOUND for a version that does not exist.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: wasmrpc_client::Client) -> Result<(), wasmrpc_client::Error> {
+    /// use wasmrpc_client::Tensor;
+    /// let outputs = client
+    ///     .call_version("addition", 1, vec![Tensor::scalar(2i32), Tensor::scalar(3i32)], None)
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn call_version(
+        &self,
+        method_name: &str,
+        version: u32,
+        args: Vec<Tensor>,
+        timeout: Option<Duration>,
+    ) -> Result<Vec<Tensor>, Error> {
+        check_name(method_name)?;
+        let timeout = timeout.unwrap_or(self.inner.default_timeout);
+        self.send_call(method_name, Some(version), args, timeout)
+            .await
+    }
+
+    async fn send_call(
+        &self,
+        name: &str,
+        version: Option<u32>,
+        args: Vec<Tensor>,
+        timeout: Duration,
+    ) -> Result<Vec<Tensor>, Error> {
+        let body = serde_json::to_vec(&CallRequest {
+            args,
+            timeout_ms: timeout_ms(timeout),
+        })
+        .map_err(|e| Error::new(Code::InvalidArgument, format!("encoding the args: {e}")))?;
+        let path = match version {
+            Some(v) => format!("/v1/methods/{name}/call?version={v}"),
+            None => format!("/v1/methods/{name}/call"),
+        };
+        let send = self.inner.transport.send(
+            Method::POST,
+            &path,
+            Some((Bytes::from(body), "application/json")),
+        );
+        let limit = if timeout.is_zero() {
+            Duration::ZERO
+        } else {
+            timeout + CLIENT_DEADLINE_GRACE
+        };
+        let answer = if limit.is_zero() {
+            send.await?
+        } else {
+            // Past the grace the server has not answered; the message names the caller's
+            // timeout, not the grace added to it.
+            tokio::time::timeout(limit, send).await.map_err(|_| {
+                Error::new(
+                    Code::DeadlineExceeded,
+                    format!(
+                        "the call to `{name}` did not finish within its timeout of {} ms \
+                         (no answer from the server)",
+                        timeout.as_millis()
+                    ),
+                )
+            })??
+        };
+        let response: CallResponse = decode(&answer)?;
+        Ok(response.outputs)
+    }
+}
+
+/// A timeout in whole milliseconds for the wire, rounded up: a non-zero timeout under 1 ms must
+/// not become 0, which means "the server's default".
+fn timeout_ms(timeout: Duration) -> u64 {
+    let ms = timeout.as_millis() + u128::from(!timeout.subsec_nanos().is_multiple_of(1_000_000));
+    u64::try_from(ms).unwrap_or(u64::MAX)
+}
+
+fn check_outputs(specs: &[TensorSpec], outputs: &[Tensor]) -> Result<(), Error> {
+    if specs.len() != outputs.len() {
+        return Err(Error::new(
+            Code::InvalidArgument,
+            format!(
+                "output_specs has {} specs but the method returned {} outputs",
+                specs.len(),
+                outputs.len()
+            ),
+        ));
+    }
+    for (i, (spec, out)) in specs.iter().zip(outputs).enumerate() {
+        if let Some(why) = spec.mismatch(out) {
+            return Err(Error::new(
+                Code::InvalidArgument,
+                format!(
+                    "output {i} does not match output_specs[{i}] (`{}`): {why}",
+                    spec.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::Transport;
+
+    #[test]
+    fn timeouts_round_up_to_whole_milliseconds() {
+        assert_eq!(timeout_ms(Duration::ZERO), 0);
+        assert_eq!(timeout_ms(Duration::from_nanos(1)), 1);
+        assert_eq!(timeout_ms(Duration::from_millis(300)), 300);
+        assert_eq!(timeout_ms(Duration::from_micros(300_001)), 301);
+        assert_eq!(timeout_ms(Duration::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn a_server_that_never_answers_a_call_is_deadline_exceeded_in_the_client() {
+        // Accepts connections (the kernel does) and never answers.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", silent.local_addr().unwrap());
+        // Made without `connect`, which would wait for the method list.
+        let client = Client::new(
+            Transport::new(&base, "t", None).unwrap(),
+            "t".into(),
+            Duration::from_millis(100),
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let started = std::time::Instant::now();
+        let err = rt
+            .block_on(client.call_async("m", vec![], None, None))
+            .unwrap_err();
+        assert_eq!(err.code(), Code::DeadlineExceeded, "{err}");
+        assert!(err.message().contains("timeout of 100 ms"), "{err}");
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(100) + CLIENT_DEADLINE_GRACE,
+            "{took:?}"
+        );
+        assert!(took < Duration::from_secs(5), "{took:?}");
+    }
+
+    #[test]
+    fn output_specs_check_count_dtype_and_shape() {
+        let spec = |dtype, shape| TensorSpec {
+            name: "out".into(),
+            dtype,
+            shape,
+        };
+        let out = vec![Tensor::vector(vec![1i32, 2])];
+        assert!(check_outputs(&[spec(crate::DType::Int32, None)], &out).is_ok());
+        let dynamic = Some(vec![crate::Dim::Dynamic]);
+        assert!(check_outputs(&[spec(crate::DType::Int32, dynamic)], &out).is_ok());
+        let e = check_outputs(&[spec(crate::DType::Float32, None)], &out).unwrap_err();
+        assert!(e.message().contains("output 0"), "{e}");
+        let fixed = Some(vec![crate::Dim::Fixed(3)]);
+        assert!(check_outputs(&[spec(crate::DType::Int32, fixed)], &out).is_err());
+        assert!(check_outputs(&[], &out).is_err());
+    }
+}

@@ -1,0 +1,204 @@
+//! Accepting connections: HTTP/1.1 and HTTP/2 on one port (h2c prior knowledge, or h2 and
+//! HTTP/1.1 over TLS by ALPN when a certificate is given), header read timeout, and graceful
+//! shutdown that drains in-flight requests.
+//!
+//! Takes an already-bound listener and a shutdown future, so tests run it on port 0.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::Watcher;
+use hyper_util::service::TowerToHyperService;
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
+
+/// How the listener treats connections.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Time a client may take to send a request's headers (HTTP/1.1), and to finish the TLS
+    /// handshake, so a silent client cannot hold a connection.
+    pub header_read_timeout: Duration,
+    /// How long shutdown waits for in-flight requests before closing connections.
+    pub drain_timeout: Duration,
+    /// Serve TLS with this configuration (see [`tls_config`]); `None` serves cleartext.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            header_read_timeout: Duration::from_secs(10),
+            drain_timeout: Duration::from_secs(30),
+            tls: None,
+        }
+    }
+}
+
+/// A TLS configuration from a PEM certificate chain (leaf first) and a PEM private key (PKCS#8,
+/// PKCS#1 or SEC1), offering h2 and HTTP/1.1 by ALPN. Uses the `ring` provider explicitly, so no
+/// process-wide default provider is needed.
+///
+/// # Errors
+/// A file that cannot be read or holds no certificate or key (the message names the file), or
+/// a key that does not match the certificate or is of an unsupported kind.
+pub fn tls_config(cert_path: &Path, key_path: &Path) -> anyhow::Result<Arc<rustls::ServerConfig>> {
+    let cert_pem = std::fs::read(cert_path)
+        .map_err(|e| anyhow::anyhow!("reading the TLS certificate {}: {e}", cert_path.display()))?;
+    let chain = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "the TLS certificate {} is not valid PEM: {e}",
+                cert_path.display()
+            )
+        })?;
+    if chain.is_empty() {
+        anyhow::bail!(
+            "the TLS certificate {} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+            cert_path.display()
+        );
+    }
+    let key_pem = std::fs::read(key_path)
+        .map_err(|e| anyhow::anyhow!("reading the TLS key {}: {e}", key_path.display()))?;
+    let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
+        anyhow::anyhow!(
+            "the TLS key {} holds no PEM private key (PKCS#8, PKCS#1 or SEC1): {e}",
+            key_path.display()
+        )
+    })?;
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| anyhow::anyhow!("setting up TLS: {e}"))?
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "the TLS key {} cannot be used with the certificate {}: {e}",
+            key_path.display(),
+            cert_path.display()
+        )
+    })?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// Serve `app` on `listener` until `shutdown` resolves, then stop accepting and let in-flight
+/// requests finish (at most `drain_timeout`).
+///
+/// # Errors
+/// Never for a single bad connection (those are logged); only if accepting fails for good.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send,
+    options: ServeOptions,
+) -> std::io::Result<()> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(options.header_read_timeout)
+        .keep_alive(true);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(1024)
+        .keep_alive_interval(Some(Duration::from_secs(20)));
+    let builder = Arc::new(builder);
+    let tls = options.tls.clone().map(TlsAcceptor::from);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let (stream, peer) = match accepted {
+            Ok(conn) => conn,
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        // Taken before the task starts, so shutdown also waits for a connection still in its
+        // TLS handshake (which the header read timeout bounds).
+        let watcher = graceful.watcher();
+        let (builder, tls, app) = (builder.clone(), tls.clone(), app.clone());
+        let handshake_timeout = options.header_read_timeout;
+        tokio::spawn(async move {
+            match tls {
+                None => serve_connection(&builder, stream, app, watcher, peer).await,
+                Some(acceptor) => {
+                    if let Some(stream) =
+                        handshake(&acceptor, stream, handshake_timeout, peer).await
+                    {
+                        serve_connection(&builder, stream, app, watcher, peer).await;
+                    }
+                }
+            }
+        });
+    }
+    drop(listener);
+    tracing::info!("shutting down: draining in-flight requests");
+    tokio::select! {
+        () = graceful.shutdown() => tracing::info!("all connections drained"),
+        () = tokio::time::sleep(options.drain_timeout) => {
+            tracing::warn!("drain timeout passed; closing remaining connections");
+        }
+    }
+    Ok(())
+}
+
+/// The server side of a TLS handshake, given at most `timeout`; `None` (logged) when it fails.
+async fn handshake(
+    acceptor: &TlsAcceptor,
+    stream: TcpStream,
+    timeout: Duration,
+    peer: SocketAddr,
+) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+    match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
+        Ok(Ok(stream)) => Some(stream),
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+            None
+        }
+        Err(_) => {
+            tracing::debug!(%peer, ?timeout, "TLS handshake timed out");
+            None
+        }
+    }
+}
+
+/// Serve HTTP/1.1 or HTTP/2 (whichever the client speaks) on one connection until it closes or
+/// shutdown drains it.
+async fn serve_connection<I>(
+    builder: &auto::Builder<TokioExecutor>,
+    io: I,
+    app: Router,
+    watcher: Watcher,
+    peer: SocketAddr,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = TowerToHyperService::new(app);
+    let connection = builder
+        .serve_connection_with_upgrades(TokioIo::new(io), service)
+        .into_owned();
+    if let Err(e) = watcher.watch(connection).await {
+        tracing::debug!(%peer, error = %e, "connection closed with an error");
+    }
+}
