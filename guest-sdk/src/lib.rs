@@ -206,3 +206,9 @@ pub use wasmrpc_guest_macro::method;
 /// # fn main() {}
 /// ```
 pub use wasmrpc_guest_macro::export;
+
+/// The Rust examples of `docs/writing-functions.md`, compiled as doc tests so the guide cannot
+/// drift from the SDK. (Fragments that are not whole programs are marked `ignore` there.)
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/writing-functions.md")]
+mod writing_functions_examples {}

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use axum::routing::post;
 use wasmrpc_client::{CallResponse, Client, Tensor};
 use wasmrpc_host::Server;
-use wasmrpc_host::runtime::{Runtime, RuntimeConfig};
+use wasmrpc_host::internals::{Runtime, RuntimeConfig, serve_connections};
 
 const ROUNDS: usize = 7;
 
@@ -96,16 +96,10 @@ async fn bench_instance_per_call(component: &[u8], label: &str, config: RuntimeC
 }
 
 async fn native_add(body: axum::body::Bytes) -> axum::response::Response {
-    #[derive(serde::Deserialize)]
-    struct Req {
-        args: Vec<Box<serde_json::value::RawValue>>,
-    }
-    let req: Req = serde_json::from_slice(&body).expect("json");
-    let t: Vec<Tensor> = req
-        .args
-        .iter()
-        .map(|r| Tensor::from_json(r.get()).expect("tensor"))
-        .collect();
+    // The same decoder the server uses, so the difference is the sandbox and the plumbing.
+    let t = wasmrpc_client::json::decode_call_request(&body)
+        .expect("a call request")
+        .args;
     let (x, y) = (t[0].to_vec::<i32>().unwrap(), t[1].to_vec::<i32>().unwrap());
     let sum: Vec<i32> = x.iter().zip(&y).map(|(p, q)| p.wrapping_add(*q)).collect();
     let out = serde_json::to_vec(&CallResponse {
@@ -161,7 +155,7 @@ async fn bench_http(component: &[u8]) {
             "/v1/methods",
             axum::routing::get(|| async { axum::Json(serde_json::json!({ "methods": [] })) }),
         );
-    tokio::spawn(wasmrpc_host::server::serve(
+    tokio::spawn(serve_connections(
         listener,
         app,
         std::future::pending(),

@@ -2,7 +2,8 @@
 //! HTTP/1.1 over TLS by ALPN when a certificate is given), header read timeout, and graceful
 //! shutdown that drains in-flight requests.
 //!
-//! Takes an already-bound listener and a shutdown future, so tests run it on port 0.
+//! Takes an already-bound listener and a shutdown future, so tests run it on port 0. The
+//! embeddable [`crate::Server`] and `wasmrpc serve` both run their app through it.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -29,7 +30,7 @@ pub struct ServeOptions {
     pub header_read_timeout: Duration,
     /// How long shutdown waits for in-flight requests before closing connections.
     pub drain_timeout: Duration,
-    /// Serve TLS with this configuration (see [`tls_config`]); `None` serves cleartext.
+    /// Serve TLS with this configuration (see `tls_config`); `None` serves cleartext.
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
@@ -98,7 +99,7 @@ pub fn tls_config(cert_path: &Path, key_path: &Path) -> anyhow::Result<Arc<rustl
 ///
 /// # Errors
 /// Never for a single bad connection (those are logged); only if accepting fails for good.
-pub async fn serve(
+pub async fn serve_connections(
     listener: TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()> + Send,

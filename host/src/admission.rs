@@ -87,7 +87,8 @@ impl Admission {
         }
     }
 
-    /// Slots free right now (for tests and metrics).
+    /// Slots free right now.
+    #[cfg(test)]
     pub fn free_slots(&self) -> usize {
         self.slots.available_permits()
     }

@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
+use crate::accept::serve_connections;
 use crate::api::{AppState, router};
 use crate::config::ServerConfig;
 use crate::metrics::Metrics;
 use crate::registry::LocalRegistry;
 use crate::runtime::Runtime;
-use crate::server::serve;
 use crate::service::Service;
 
 /// A built server, not yet listening.
@@ -67,6 +67,6 @@ impl App {
             service: self.service.clone(),
             limits: self.config.http.clone(),
         });
-        serve(listener, app, shutdown, self.config.serve.clone()).await
+        serve_connections(listener, app, shutdown, self.config.serve.clone()).await
     }
 }

@@ -5,9 +5,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::accept::{ServeOptions, tls_config};
 use crate::api::HttpLimits;
 use crate::runtime::RuntimeConfig;
-use crate::server::{ServeOptions, tls_config};
 
 /// Settings a TOML file (or flags and environment) may give; every field is optional.
 #[derive(Debug, Default, Clone, serde::Deserialize, clap::Args)]

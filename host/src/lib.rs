@@ -1,24 +1,45 @@
 //! wasmrpc host: runs tensor functions as sandboxed WebAssembly components behind an HTTP API.
 //!
-//! Three rooms, doors one way: [`runtime`] (wasmtime: compile, instantiate, limits), [`registry`]
+//! Three rooms, doors one way: `runtime` (wasmtime: compile, instantiate, limits), `registry`
 //! (storage of components and registrations, behind an async trait that owns its cache) and
-//! [`api`] (axum routes). [`service`] offers the operations over methods to the API and to the
-//! embeddable server; a call goes through an [`execute::Executor`] (here: the local runtime,
-//! admitted by [`admission`]), the seam where a cluster will plug in. The wire types come from
+//! `api` (axum routes). `service` offers the operations over methods to the API and to the
+//! embeddable server; a call goes through an `execute::Executor` (here: the local runtime,
+//! admitted by `admission`), the seam where a cluster will plug in. The wire types come from
 //! the `wasmrpc-proto` crate.
+//!
+//! The public API is what an embedding program needs: [`Server`] (TensorFlow's `rpc.Server`),
+//! its [`ServeSettings`] and [`ComponentSource`]; `docs/architecture.md` maps the rest.
 
-pub mod admission;
-pub mod api;
-pub mod app;
+mod accept;
+mod admission;
+mod api;
+mod app;
+mod config;
+mod execute;
+mod metrics;
+mod registry;
+mod runtime;
+mod server;
+mod service;
+mod tenant;
+
+pub use config::ServeSettings;
+pub use server::{ComponentSource, Server};
+
+/// The `wasmrpc` binary's command line (`host/src/main.rs` calls [`cli::main`]). Not an API.
+#[doc(hidden)]
 pub mod cli;
-pub mod config;
-pub mod embed;
-pub mod execute;
-pub mod metrics;
-pub mod registry;
-pub mod runtime;
-pub mod server;
-pub mod service;
-pub mod tenant;
 
-pub use embed::{ComponentSource, Server};
+/// The README's Rust examples (the client's and the embedded server's), compiled with the doc
+/// tests so the README cannot drift from the code. They are `no_run`: they need a server or a
+/// built component.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+mod readme_examples {}
+
+/// Parts the benchmarks measure on their own (`host/benches/`). Not a stable API.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::accept::{ServeOptions, serve_connections};
+    pub use crate::runtime::{Runtime, RuntimeConfig};
+}

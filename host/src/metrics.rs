@@ -101,6 +101,7 @@ impl Metrics {
     }
 
     /// Calls counted so far for `method`, all results together.
+    #[cfg(test)]
     pub fn calls(&self, tenant: &str, method: &str) -> u64 {
         let methods = self.methods.lock().unwrap_or_else(|e| e.into_inner());
         methods

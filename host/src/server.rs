@@ -13,7 +13,6 @@ use wasmrpc_proto::{Code, MethodInfo, Status};
 
 use crate::app::App;
 use crate::config::ServeSettings;
-use crate::service::Service;
 use crate::tenant::TenantId;
 
 /// What [`Server::register`] accepts: component bytes, or a path to a `.wasm` file.
@@ -108,7 +107,7 @@ impl Server {
             data_dir: Some(store.path().to_path_buf()),
             ..ServeSettings::default()
         };
-        Server::with_settings(settings, Some(store)).await
+        Server::build(settings, Some(store)).await
     }
 
     /// A server on a free loopback port with a temporary store: TF's `create_local_server`.
@@ -120,13 +119,19 @@ impl Server {
     }
 
     /// A server from full settings (a persistent `data_dir`, limits, TLS with `tls_cert` and
-    /// `tls_key`…).
+    /// `tls_key`…). Without a `data_dir`, the store is the default one of `wasmrpc serve`
+    /// (`$XDG_DATA_HOME/wasmrpc` or `~/.local/share/wasmrpc`).
     ///
     /// # Errors
     /// As [`Server::create`]; also INVALID_ARGUMENT for a non-loopback address (no authentication
     /// yet) or TLS settings that cannot be used (one of certificate and key missing, a file that
     /// cannot be read or is not PEM).
-    pub async fn with_settings(
+    pub async fn with_settings(settings: ServeSettings) -> Result<Server, Status> {
+        Server::build(settings, None).await
+    }
+
+    /// Build, bind and load; `store` is a temporary directory to remove with the server.
+    async fn build(
         settings: ServeSettings,
         store: Option<tempfile::TempDir>,
     ) -> Result<Server, Status> {
@@ -156,11 +161,6 @@ impl Server {
     /// The address the server listens on (known from creation, also for port 0).
     pub fn address(&self) -> SocketAddr {
         self.address
-    }
-
-    /// The operations behind the HTTP API, for in-process calls.
-    pub fn service(&self) -> &Arc<Service> {
-        &self.app.service
     }
 
     /// Register a component under `name`; a new version if `name` exists. Allowed before and

@@ -9,13 +9,6 @@ use std::sync::Arc;
 pub const DEFAULT_TENANT: &str = "default";
 
 /// A tenant's id. Cheap to clone (shared), compared and ordered by its text.
-///
-/// ```
-/// use wasmrpc_host::tenant::TenantId;
-/// let a = TenantId::new("team-a");
-/// assert_eq!(a.as_str(), "team-a");
-/// assert_eq!(TenantId::default_tenant().to_string(), "default");
-/// ```
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TenantId(Arc<str>);
 
@@ -48,5 +41,22 @@ impl fmt::Display for TenantId {
 impl fmt::Debug for TenantId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_read_as_their_text_and_the_default_is_shared() {
+        let a = TenantId::new("team-a");
+        assert_eq!(a.as_str(), "team-a");
+        assert_eq!(format!("{a} {a:?}"), r#"team-a "team-a""#);
+        assert_eq!(TenantId::default_tenant().to_string(), DEFAULT_TENANT);
+        assert!(Arc::ptr_eq(
+            &TenantId::default_tenant().0,
+            &TenantId::default_tenant().0
+        ));
     }
 }

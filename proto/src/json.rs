@@ -4,13 +4,20 @@
 //! floats must be finite unless spelled `"NaN"`, `"Infinity"` or `"-Infinity"`, and the count must
 //! match the shape. `data` may be flat or nested; `data_b64` may carry the raw little-endian bytes.
 //! The shape is never trusted to size an allocation: the element count is bounded by the text.
+//!
+//! A call request is decoded in one pass ([`decode_call_request`]): each argument goes straight
+//! into its tensor, and a `data` array is read where it lies in the body, never copied as text.
+
+use std::borrow::Cow;
+use std::cell::Cell;
 
 use base64::Engine as _;
-use serde::de::Error as _;
+use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde_json::value::RawValue;
 
 use crate::dtype::DType;
+use crate::messages::CallRequest;
 use crate::tensor::{Tensor, TensorError, element_count, push_string, split_strings};
 
 /// How deep a nested `data` array may go; deeper is refused before any value is read.
@@ -22,20 +29,6 @@ use crate::tensor::{Tensor, TensorError, element_count, push_string, split_strin
 /// assert!(Tensor::from_json(&deep).is_err());
 /// ```
 pub const MAX_DATA_NESTING: usize = 64;
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct JsonTensor {
-    #[serde(default)]
-    #[allow(dead_code)] // accepted for KServe-style inputs; the position decides, not the name
-    name: Option<String>,
-    dtype: DType,
-    shape: Vec<i64>,
-    #[serde(default)]
-    data: Option<Box<RawValue>>,
-    #[serde(default)]
-    data_b64: Option<String>,
-}
 
 impl Tensor {
     /// Parse one tensor from its JSON text, validating every value.
@@ -51,44 +44,281 @@ impl Tensor {
     /// assert!(Tensor::from_json(r#"{"dtype":"float32","shape":[1],"data":[1e39]}"#).is_err());
     /// ```
     pub fn from_json(text: &str) -> Result<Self, TensorError> {
-        let raw: JsonTensor = serde_json::from_str(text)
-            .map_err(|e| TensorError::Value(format!("not a tensor: {e}")))?;
-        raw.into_tensor()
+        let failed = Failure::default();
+        let mut de = serde_json::Deserializer::from_str(text);
+        let result = DeserializeSeed::deserialize(TensorSeed { failed: &failed }, &mut de)
+            .and_then(|t| de.end().map(|()| t));
+        result.map_err(|e| {
+            failed
+                .take()
+                .unwrap_or_else(|| TensorError::Value(format!("not a tensor: {e}")))
+        })
     }
 }
 
-impl JsonTensor {
-    fn into_tensor(self) -> Result<Tensor, TensorError> {
-        if self.shape.iter().any(|&d| d < 0) {
-            return Err(TensorError::NegativeDimension { shape: self.shape });
-        }
-        let shape: Vec<u64> = self.shape.iter().map(|&d| d as u64).collect();
-        let count = element_count(&shape)?;
-        match (self.data, self.data_b64) {
-            (Some(_), Some(_)) => Err(TensorError::Value(
-                "give either `data` or `data_b64`, not both".into(),
-            )),
-            (None, None) => Err(TensorError::Value(
-                "a tensor needs `data` or `data_b64`".into(),
-            )),
-            (None, Some(b64)) => {
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(b64.as_bytes())
-                    .map_err(|e| TensorError::Value(format!("`data_b64` is not base64: {e}")))?;
-                Tensor::from_raw(self.dtype, shape, bytes)
-            }
-            (Some(data), None) => {
-                let mut encoder = Encoder::new(self.dtype, count, data.get().len());
-                for_each_scalar(data.get(), |s| encoder.push(s))?;
-                if encoder.count != count {
-                    return Err(TensorError::ElementCount {
-                        shape,
-                        expected: count,
-                        actual: encoder.count,
-                    });
+/// Why a call request body could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallRequestError {
+    /// The body is not a call request at all (not JSON, wrong structure, unknown fields).
+    #[error("{0}")]
+    Body(String),
+    /// One argument is not a valid tensor (its dtype, shape or a value).
+    #[error("argument {index}: {error}")]
+    Argument {
+        /// The argument's position.
+        index: usize,
+        /// What is wrong with it.
+        error: TensorError,
+    },
+}
+
+/// Decode the body of `POST /v1/methods/{name}/call` in one pass: the body is parsed once, each
+/// argument straight into its tensor (a `data` array is read in place, never copied), every value
+/// checked on the way.
+///
+/// # Errors
+/// [`CallRequestError::Body`] when the body is not a call request, and
+/// [`CallRequestError::Argument`] naming the first argument that is not a valid tensor.
+///
+/// ```
+/// use wasmrpc_proto::json::{CallRequestError, decode_call_request};
+/// let body = br#"{"args":[{"dtype":"int32","shape":[2],"data":[1,2]}],"timeout_ms":5}"#;
+/// let request = decode_call_request(body).unwrap();
+/// assert_eq!((request.args.len(), request.timeout_ms), (1, 5));
+///
+/// let bad = br#"{"args":[{"dtype":"int8","shape":[1],"data":[1]},{"dtype":"int8","shape":[1],"data":[300]}]}"#;
+/// match decode_call_request(bad).unwrap_err() {
+///     CallRequestError::Argument { index, error } => {
+///         assert_eq!(index, 1);
+///         assert_eq!(error.to_string(), "element 0: 300 is out of range for int8");
+///     }
+///     other => panic!("{other}"),
+/// }
+/// assert!(matches!(decode_call_request(b"{\"args\": 5}"), Err(CallRequestError::Body(_))));
+/// ```
+pub fn decode_call_request(body: &[u8]) -> Result<CallRequest, CallRequestError> {
+    let failed = ArgumentFailure::default();
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let result = DeserializeSeed::deserialize(CallRequestSeed { failed: &failed }, &mut de)
+        .and_then(|r| de.end().map(|()| r));
+    result.map_err(|e| match failed.take() {
+        Some((index, error)) => CallRequestError::Argument { index, error },
+        None => CallRequestError::Body(e.to_string()),
+    })
+}
+
+/// Where a tensor visitor leaves its own error (serde's error type can only carry text).
+type Failure = Cell<Option<TensorError>>;
+type ArgumentFailure = Cell<Option<(usize, TensorError)>>;
+
+struct CallRequestSeed<'f> {
+    failed: &'f ArgumentFailure,
+}
+
+impl<'de> DeserializeSeed<'de> for CallRequestSeed<'_> {
+    type Value = CallRequest;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<CallRequest, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for CallRequestSeed<'_> {
+    type Value = CallRequest;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(r#"a call request {"args": [tensor, ...], "timeout_ms": N}"#)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CallRequest, A::Error> {
+        let mut args = None;
+        let mut timeout_ms = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match &*key {
+                "args" if args.is_none() => {
+                    args = Some(map.next_value_seed(ArgsSeed {
+                        failed: self.failed,
+                    })?);
                 }
-                Tensor::from_raw(self.dtype, shape, encoder.out)
+                "timeout_ms" if timeout_ms.is_none() => timeout_ms = Some(map.next_value()?),
+                "args" | "timeout_ms" => {
+                    return Err(A::Error::custom(format!("duplicate field `{key}`")));
+                }
+                other => return Err(A::Error::unknown_field(other, &["args", "timeout_ms"])),
             }
+        }
+        Ok(CallRequest {
+            args: args.ok_or_else(|| A::Error::missing_field("args"))?,
+            timeout_ms: timeout_ms.unwrap_or(0),
+        })
+    }
+}
+
+struct ArgsSeed<'f> {
+    failed: &'f ArgumentFailure,
+}
+
+impl<'de> DeserializeSeed<'de> for ArgsSeed<'_> {
+    type Value = Vec<Tensor>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Vec<Tensor>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ArgsSeed<'_> {
+    type Value = Vec<Tensor>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a list of tensors")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Tensor>, A::Error> {
+        // Arguments are few; the hint comes from the client, so it only bounds a small reservation.
+        let mut args = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(16));
+        let failed = Failure::default();
+        loop {
+            match seq.next_element_seed(TensorSeed { failed: &failed }) {
+                Ok(Some(t)) => args.push(t),
+                Ok(None) => return Ok(args),
+                Err(e) => {
+                    if let Some(error) = failed.take() {
+                        self.failed.set(Some((args.len(), error)));
+                    }
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
+/// Reads one tensor object; a tensor-level mistake is left in `failed` (the caller turns it into
+/// a [`TensorError`]); serde's own errors (bad JSON) pass through as they are.
+struct TensorSeed<'f> {
+    failed: &'f Failure,
+}
+
+impl TensorSeed<'_> {
+    fn fail<E: serde::de::Error>(&self, error: TensorError) -> E {
+        let text = error.to_string();
+        self.failed.set(Some(error));
+        E::custom(text)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for TensorSeed<'_> {
+    type Value = Tensor;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Tensor, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+const TENSOR_FIELDS: &[&str] = &["name", "dtype", "shape", "data", "data_b64"];
+
+impl<'de> Visitor<'de> for TensorSeed<'_> {
+    type Value = Tensor;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(r#"a tensor {"dtype": ..., "shape": [...], "data": [...]}"#)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Tensor, A::Error> {
+        let mut dtype: Option<DType> = None;
+        let mut shape: Option<Vec<i64>> = None;
+        let mut data: Option<&'de RawValue> = None;
+        let mut data_b64: Option<Cow<'de, str>> = None;
+        let mut seen_name = false;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            let duplicate = match &*key {
+                // Accepted for KServe-style inputs; the position decides, not the name.
+                "name" => {
+                    std::mem::replace(&mut seen_name, true) || {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                        false
+                    }
+                }
+                "dtype" => {
+                    dtype.is_some() || {
+                        let name = map.next_value::<Cow<'de, str>>()?;
+                        let parsed = name
+                            .parse::<DType>()
+                            .map_err(|e| self.fail(TensorError::Value(e.to_string())))?;
+                        dtype = Some(parsed);
+                        false
+                    }
+                }
+                "shape" => {
+                    shape.is_some() || {
+                        shape = Some(map.next_value()?);
+                        false
+                    }
+                }
+                "data" => {
+                    data.is_some() || {
+                        data = Some(map.next_value()?);
+                        false
+                    }
+                }
+                "data_b64" => {
+                    data_b64.is_some() || {
+                        data_b64 = Some(map.next_value()?);
+                        false
+                    }
+                }
+                other => {
+                    let e: A::Error = A::Error::unknown_field(other, TENSOR_FIELDS);
+                    return Err(self.fail(TensorError::Value(e.to_string())));
+                }
+            };
+            if duplicate {
+                return Err(self.fail(TensorError::Value(format!("duplicate field `{key}`"))));
+            }
+        }
+        let missing = |field: &str| TensorError::Value(format!("missing field `{field}`"));
+        let dtype = dtype.ok_or_else(|| self.fail(missing("dtype")))?;
+        let shape = shape.ok_or_else(|| self.fail(missing("shape")))?;
+        build_tensor(dtype, shape, data.map(RawValue::get), data_b64.as_deref())
+            .map_err(|e| self.fail(e))
+    }
+}
+
+/// A tensor from its parsed fields, every value checked.
+fn build_tensor(
+    dtype: DType,
+    shape: Vec<i64>,
+    data: Option<&str>,
+    data_b64: Option<&str>,
+) -> Result<Tensor, TensorError> {
+    if shape.iter().any(|&d| d < 0) {
+        return Err(TensorError::NegativeDimension { shape });
+    }
+    let shape: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+    let count = element_count(&shape)?;
+    match (data, data_b64) {
+        (Some(_), Some(_)) => Err(TensorError::Value(
+            "give either `data` or `data_b64`, not both".into(),
+        )),
+        (None, None) => Err(TensorError::Value(
+            "a tensor needs `data` or `data_b64`".into(),
+        )),
+        (None, Some(b64)) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(b64.as_bytes())
+                .map_err(|e| TensorError::Value(format!("`data_b64` is not base64: {e}")))?;
+            Tensor::from_raw(dtype, shape, bytes)
+        }
+        (Some(data), None) => {
+            let mut encoder = Encoder::new(dtype, count, data.len());
+            for_each_scalar(data, |s| encoder.push(s))?;
+            if encoder.count != count {
+                return Err(TensorError::ElementCount {
+                    shape,
+                    expected: count,
+                    actual: encoder.count,
+                });
+            }
+            Tensor::from_raw(dtype, shape, encoder.out)
         }
     }
 }
@@ -291,11 +521,12 @@ impl Encoder {
     }
 }
 
+/// Reads the JSON form from a deserializer that lends its input (`serde_json::from_slice` or
+/// `from_str`): `data` is read in place.
 impl<'de> serde::Deserialize<'de> for Tensor {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        JsonTensor::deserialize(d)?
-            .into_tensor()
-            .map_err(D::Error::custom)
+        let failed = Failure::default();
+        TensorSeed { failed: &failed }.deserialize(d)
     }
 }
 
@@ -517,6 +748,72 @@ mod tests {
         let t = parse(r#"{"dtype":"int16","shape":[2],"data_b64":"AQACAA=="}"#).unwrap();
         assert_eq!(t.to_vec::<i16>().unwrap(), vec![1, 2]);
         assert!(parse(r#"{"dtype":"int16","shape":[3],"data_b64":"AQACAA=="}"#).is_err());
+    }
+
+    #[test]
+    fn a_call_request_decodes_in_any_key_order() {
+        let body = br#"{"timeout_ms":7,"args":[{"data":[[1,2],[3,4]],"shape":[2,2],"name":"a","dtype":"int32"}]}"#;
+        let request = decode_call_request(body).unwrap();
+        assert_eq!(request.timeout_ms, 7);
+        assert_eq!(
+            request.args,
+            vec![Tensor::from_vec([2, 2], vec![1i32, 2, 3, 4]).unwrap()]
+        );
+        assert_eq!(
+            decode_call_request(br#"{"args":[]}"#).unwrap().timeout_ms,
+            0
+        );
+    }
+
+    #[test]
+    fn a_call_request_names_the_argument_that_fails() {
+        let body = br#"{"args":[{"dtype":"uint8","shape":[1],"data":[1]},{"dtype":"uint8","shape":[2],"data":[1]}]}"#;
+        let err = decode_call_request(body).unwrap_err();
+        assert_eq!(
+            err,
+            CallRequestError::Argument {
+                index: 1,
+                error: TensorError::ElementCount {
+                    shape: vec![2],
+                    expected: 2,
+                    actual: 1
+                }
+            }
+        );
+        let unknown = br#"{"args":[{"dtype":"int4","shape":[1],"data":[1]}]}"#;
+        match decode_call_request(unknown).unwrap_err() {
+            CallRequestError::Argument { index: 0, error } => {
+                assert!(
+                    error.to_string().contains("unknown dtype `int4`"),
+                    "{error}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        let twice = br#"{"args":[{"dtype":"int8","dtype":"int8","shape":[1],"data":[1]}]}"#;
+        assert!(matches!(
+            decode_call_request(twice),
+            Err(CallRequestError::Argument { index: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn a_body_that_is_not_a_call_request_is_a_body_error() {
+        for body in [
+            &b"not json"[..],
+            br#"{"args": 5}"#,
+            br#"{"args": [], "extra": 1}"#,
+            br#"{"timeout_ms": 1}"#,
+            br#"{"args": []} trailing"#,
+            br#"{"args": [], "args": []}"#,
+            br#"{"args": [{"dtype":"int8","shape":[1],"data":[1,]}]}"#,
+        ] {
+            assert!(
+                matches!(decode_call_request(body), Err(CallRequestError::Body(_))),
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
     }
 
     #[test]

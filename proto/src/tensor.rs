@@ -7,7 +7,7 @@ use crate::dtype::DType;
 
 /// Why a tensor could not be built or read.
 ///
-/// It converts into an INVALID_ARGUMENT [`Error`](crate::Error), so `?` works in functions that
+/// It converts into an INVALID_ARGUMENT [`Status`](crate::Status), so `?` works in functions that
 /// return the client's error.
 ///
 /// ```

@@ -28,6 +28,7 @@ fn hostile_server() -> TestServer {
         "huge_output",
         "log_flood",
         "fail",
+        "exit",
         "write_marker",
         "scan_marker",
     ] {
@@ -147,6 +148,33 @@ fn traps_are_internal_with_their_reason_and_the_next_call_works() {
         );
         assert_still_serving(&http);
     }
+}
+
+/// WASI's `exit` is told apart by its error type, not its text: INTERNAL, with the status and the
+/// guest's last words.
+#[test]
+fn a_guest_that_exits_is_internal_with_its_status() {
+    let server = hostile_server();
+    let http = server.http();
+    let r = call(&http, "exit", 0.0, 0);
+    assert_eq!(r.status, 500, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.code(), "INTERNAL");
+    assert!(
+        // WASI 0.2's `exit` carries only success or failure: any non-zero code arrives as 1.
+        r.message().contains("exited with status 1"),
+        "{}",
+        r.message()
+    );
+    assert!(
+        r.message().contains("leaving with status 3"),
+        "{}",
+        r.message()
+    );
+    assert!(
+        r.header("x-request-id").is_none(),
+        "a guest's failure is not withheld"
+    );
+    assert_still_serving(&http);
 }
 
 #[test]

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
 };
-use wasmrpc_client::{Client, ClientOptions, Code, Tensor, blocking};
+use wasmrpc_client::{Client, ClientBuilder, Code, Tensor, blocking};
+use wasmrpc_host::ServeSettings;
 use wasmrpc_host::Server;
-use wasmrpc_host::config::ServeSettings;
 
 use crate::support::{TestServer, guest};
 
@@ -74,8 +74,20 @@ impl Pki {
         TestServer::start(&flags)
     }
 
-    fn trusting(&self) -> ClientOptions {
-        ClientOptions::default().with_ca_cert_pem(self.ca_pem())
+    /// An https client builder for `address` that trusts this CA.
+    fn trusting(&self, address: &str, name: &str) -> ClientBuilder {
+        Client::builder("https", address)
+            .name(name)
+            .timeout(Duration::from_secs(30))
+            .ca_cert_pem(self.ca_pem())
+    }
+
+    /// The same for the blocking client.
+    fn trusting_blocking(&self, address: &str, name: &str) -> blocking::ClientBuilder {
+        blocking::Client::builder("https", address)
+            .name(name)
+            .timeout(Duration::from_secs(30))
+            .ca_cert_pem(self.ca_pem())
     }
 }
 
@@ -89,15 +101,7 @@ fn ints(v: &[i32]) -> Tensor {
 }
 
 async fn https_client(pki: &Pki, address: &str) -> Client {
-    Client::create_with_options(
-        "https",
-        address,
-        "tls-test",
-        Duration::from_secs(30),
-        pki.trusting(),
-    )
-    .await
-    .unwrap()
+    pki.trusting(address, "tls-test").connect().await.unwrap()
 }
 
 #[test]
@@ -164,14 +168,10 @@ async fn many_concurrent_calls_over_https_share_one_connection() {
 fn the_blocking_client_calls_over_https_too() {
     let pki = Pki::new();
     let server = pki.start(&[]);
-    let client = blocking::Client::create_with_options(
-        "https",
-        &server.url,
-        "tls-blocking",
-        Duration::from_secs(30),
-        pki.trusting(),
-    )
-    .unwrap();
+    let client = pki
+        .trusting_blocking(&server.url, "tls-blocking")
+        .connect()
+        .unwrap();
     client
         .register("addition", guest("example-add"), Some("add"))
         .unwrap();
@@ -188,14 +188,10 @@ fn the_blocking_client_calls_over_https_too() {
 fn sigterm_drains_a_call_in_flight_over_tls() {
     let pki = Pki::new();
     let mut server = pki.start(&[]);
-    let client = blocking::Client::create_with_options(
-        "https",
-        &server.url,
-        "tls-drain",
-        Duration::from_secs(30),
-        pki.trusting(),
-    )
-    .unwrap();
+    let client = pki
+        .trusting_blocking(&server.url, "tls-drain")
+        .connect()
+        .unwrap();
     client
         .register("spin", guest("guest-hostile"), Some("spin"))
         .unwrap();
@@ -237,15 +233,12 @@ async fn an_https_client_against_a_cleartext_port_fails_cleanly_as_unavailable()
     let pki = Pki::new();
     let server = TestServer::start(&[]);
     let started = Instant::now();
-    let err = Client::create_with_options(
-        "https",
-        host_port(&server.url),
-        "tls-mismatch",
-        Duration::from_secs(20),
-        pki.trusting(),
-    )
-    .await
-    .unwrap_err();
+    let err = pki
+        .trusting(host_port(&server.url), "tls-mismatch")
+        .timeout(Duration::from_secs(20))
+        .connect()
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), Code::Unavailable, "{err}");
     assert!(err.message().contains("try rpc_layer `http`"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(10), "{err}");
@@ -269,15 +262,12 @@ async fn a_client_that_does_not_trust_the_ca_fails_with_unavailable_naming_the_c
 
     // Trusting some other CA does not help.
     let other = Pki::new();
-    let err = Client::create_with_options(
-        "https",
-        &server.url,
-        "tls-other-ca",
-        Duration::from_secs(20),
-        other.trusting(),
-    )
-    .await
-    .unwrap_err();
+    let err = other
+        .trusting(&server.url, "tls-other-ca")
+        .timeout(Duration::from_secs(20))
+        .connect()
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), Code::Unavailable, "{err}");
     assert!(err.message().contains("certificate"), "{err}");
 }
@@ -383,7 +373,8 @@ async fn the_embedded_server_serves_tls_from_the_same_settings() {
         tls_key: Some(pki.path("key.pem")),
         ..ServeSettings::default()
     };
-    let server = Server::with_settings(settings, Some(store)).await.unwrap();
+    // `store` outlives the server: the temporary directory is removed at the end of the test.
+    let server = Server::with_settings(settings).await.unwrap();
     server
         .register_export("addition", guest("example-add"), Some("add"))
         .await

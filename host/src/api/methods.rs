@@ -7,8 +7,8 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::value::RawValue;
-use wasmrpc_proto::{CallResponse, Code, DeleteResponse, MethodList, Tensor, headers};
+use wasmrpc_proto::json::{self, CallRequestError};
+use wasmrpc_proto::{CallRequest, CallResponse, Code, DeleteResponse, MethodList, headers};
 
 use super::AppState;
 use super::body::read_limited;
@@ -88,15 +88,6 @@ pub async fn delete(
     .into_response())
 }
 
-/// The call body, with each argument kept as text until the signature can name it.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CallBody {
-    args: Vec<Box<RawValue>>,
-    #[serde(default)]
-    timeout_ms: u64,
-}
-
 /// `POST /v1/methods/{name}/call`: `{"args": [...], "timeout_ms": 0}` → `{"outputs": [...]}`.
 pub async fn call(
     State(state): State<AppState>,
@@ -107,30 +98,38 @@ pub async fn call(
     body: Body,
 ) -> Result<Response, ApiError> {
     let bytes = read_limited(&headers, body, state.limits.max_request_bytes).await?;
-    let request: CallBody = serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::new(
-            Code::InvalidArgument,
-            format!("the body is not a valid call request ({{\"args\": [tensor, ...], \"timeout_ms\": N}}): {e}"),
-        )
-    })?;
+    // One pass over the body: each argument goes straight into its tensor. A body that is not a
+    // call request is refused before the method is looked up; a bad argument after, so that its
+    // message can name the argument.
+    let decoded = json::decode_call_request(&bytes);
     drop(bytes);
+    let request = match decoded {
+        Err(CallRequestError::Body(e)) => {
+            return Err(ApiError::new(
+                Code::InvalidArgument,
+                format!(
+                    "the body is not a valid call request ({{\"args\": [tensor, ...], \"timeout_ms\": N}}): {e}"
+                ),
+            ));
+        }
+        other => other,
+    };
     let method = state.service.resolve(&tenant, &name, query.version)?;
-    let inputs = &method.signature().inputs;
-    let args = request
-        .args
-        .iter()
-        .enumerate()
-        .map(|(i, raw)| {
-            Tensor::from_json(raw.get()).map_err(|e| {
-                let arg = inputs
-                    .get(i)
-                    .map_or_else(String::new, |s| format!(" (`{}`)", s.name));
-                ApiError::new(Code::InvalidArgument, format!("argument {i}{arg}: {e}"))
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let timeout = Duration::from_millis(request.timeout_ms);
-    drop(request);
+    let CallRequest { args, timeout_ms } = request.map_err(|e| match e {
+        CallRequestError::Argument { index, error } => {
+            let arg = method
+                .signature()
+                .inputs
+                .get(index)
+                .map_or_else(String::new, |s| format!(" (`{}`)", s.name));
+            ApiError::new(
+                Code::InvalidArgument,
+                format!("argument {index}{arg}: {error}"),
+            )
+        }
+        CallRequestError::Body(e) => ApiError::new(Code::InvalidArgument, e),
+    })?;
+    let timeout = Duration::from_millis(timeout_ms);
     let outputs = state.service.invoke(&method, args, timeout).await?;
     let body = serde_json::to_vec(&CallResponse { outputs })
         .map_err(|e| ApiError::new(Code::Internal, format!("encoding the outputs failed: {e}")))?;

@@ -2,8 +2,8 @@
 //! in an embedded redb database (`<data-dir>/registry.redb`) whose commits are durable, so every
 //! `register` that returned `Ok` survives a crash. Every registration is also kept in memory
 //! ([`RegistrationIndex`]), loaded at open and changed under the write lock, so reads never touch
-//! disk. The disk work is synchronous (`*_blocking`); the [`Registry`] impl runs it off the async
-//! workers.
+//! disk. The disk work is synchronous; the [`Registry`] impl runs it off the async workers (the
+//! tests call it directly, through the `*_blocking` methods).
 
 use std::collections::{BTreeSet, HashSet};
 use std::fmt;
@@ -124,6 +124,7 @@ impl LocalRegistry {
     ///
     /// # Errors
     /// Storage or database failure; nothing is recorded then.
+    #[cfg(test)]
     pub fn register_blocking(
         &self,
         new: NewRegistration,
@@ -136,6 +137,7 @@ impl LocalRegistry {
     ///
     /// # Errors
     /// Storage or database failure.
+    #[cfg(test)]
     pub fn delete_blocking(
         &self,
         tenant: &TenantId,
@@ -148,6 +150,7 @@ impl LocalRegistry {
     ///
     /// # Errors
     /// [`RegistryError::MissingBlob`], [`RegistryError::Corrupt`], or storage failure.
+    #[cfg(test)]
     pub fn blob_blocking(&self, digest: &Digest) -> Result<Vec<u8>, RegistryError> {
         self.inner.blobs.read(digest)
     }
@@ -819,7 +822,7 @@ mod tests {
                             .register_blocking(new("t", name), bytes)
                             .expect("register");
                         // Reads run alongside the writers, without the lock.
-                        list(&reg, "t");
+                        list(reg, "t");
                         assert_eq!(&reg.blob_blocking(&r.digest).expect("blob"), bytes);
                         reg.delete_blocking(&t("t"), name).expect("delete");
                     }

@@ -33,7 +33,7 @@ impl Digest {
     }
 
     /// The 64 lowercase hex digits, without the `sha256:` prefix (used as a file name).
-    pub fn to_hex(&self) -> String {
+    pub fn to_hex(self) -> String {
         hex::encode(self.0)
     }
 }

@@ -39,6 +39,7 @@ impl CallLimiter {
     }
 
     /// Bytes of linear memory the instance holds now.
+    #[cfg(test)]
     pub fn memory_used(&self) -> usize {
         self.memory_used
     }

@@ -2,7 +2,7 @@
 //!
 //! Each component is compiled once into an `InstancePre`; every call gets a new `Store` (its own
 //! memory, limits and log), instantiates, calls, and drops it. Deadlines use epoch interruption:
-//! a ticker thread advances the epoch every [`EPOCH_TICK`] and the guest yields to tokio at each
+//! a ticker thread advances the epoch every [`config::EPOCH_TICK`] and the guest yields to tokio at each
 //! tick, so a spinning guest never holds a worker thread and stops within a tick of its deadline.
 //! This room never sees HTTP or storage, and decides nothing about how many calls run at once:
 //! whoever calls it holds a slot from [`crate::admission`].
@@ -26,7 +26,7 @@ use wasmrpc_proto::{Code, MethodSignature, Tensor};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store, UpdateDeadline};
 
-pub use config::{EPOCH_TICK, RuntimeConfig};
+pub use config::RuntimeConfig;
 pub use failure::GuestFailure;
 pub use validate::UploadError;
 

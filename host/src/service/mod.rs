@@ -274,22 +274,6 @@ impl Service {
         drop(record);
         result
     }
-
-    /// Resolve and invoke in one step.
-    ///
-    /// # Errors
-    /// As [`Service::resolve`] and [`Service::invoke`].
-    pub async fn call(
-        &self,
-        tenant: &TenantId,
-        name: &str,
-        version: Option<u32>,
-        args: Vec<Tensor>,
-        timeout: Duration,
-    ) -> Result<Vec<Tensor>, ServiceError> {
-        let method = self.resolve(tenant, name, version)?;
-        self.invoke(&method, args, timeout).await
-    }
 }
 
 /// Records one call in the metrics when dropped, whether the call finished or was abandoned.

@@ -42,6 +42,14 @@ impl Response {
             .to_owned()
     }
 
+    /// The value of a header (names are lower-case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// The message of an error body.
     pub fn message(&self) -> String {
         self.json()["error"]["message"]

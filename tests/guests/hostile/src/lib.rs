@@ -13,6 +13,7 @@
 //! | `huge_output` | returns `x[0]` MiB of float32 zeros (256 MiB when `x` is 0 or empty) | RESOURCE_EXHAUSTED past the output cap |
 //! | `log_flood` | logs 100 000 lines of 1 KiB, prints as many to stdout and stderr, returns `x` | `x`, logs capped |
 //! | `fail` | returns `failed-precondition` | FAILED_PRECONDITION |
+//! | `exit` | prints a line, then `std::process::exit(3)` | INTERNAL (the guest exited with status 1: WASI 0.2's `exit` carries only failure or success) |
 //! | `echo` | returns `x` | `x`: the component still works |
 //! | `write_marker` | leaves `WASMRPC-MARKER` all over 1 MiB of its heap, returns `x` | `x` |
 //! | `scan_marker` | grows its memory by 16 MiB, then scans its whole heap for `WASMRPC-MARKER`: uint8 scalar 1 if found, else 0 | 0 in a fresh instance |
@@ -206,6 +207,14 @@ fn heap_contains(_needle: &[u8]) -> bool {
     false
 }
 
+/// Ends the instance through WASI's `exit`, as `std::process::exit` does, after a line on stderr.
+#[wasmrpc_guest::method]
+pub fn exit(x: Tensor<f32>) -> Tensor<f32> {
+    black_box(&x);
+    eprintln!("leaving with status 3");
+    std::process::exit(black_box(3))
+}
+
 wasmrpc_guest::export!(
     spin,
     memory_bomb,
@@ -217,6 +226,7 @@ wasmrpc_guest::export!(
     huge_output,
     log_flood,
     fail,
+    exit,
     echo,
     write_marker,
     scan_marker,
