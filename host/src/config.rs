@@ -9,7 +9,9 @@ use crate::accept::{ServeOptions, tls_config};
 use crate::api::HttpLimits;
 use crate::runtime::RuntimeConfig;
 
-/// Settings a TOML file (or flags and environment) may give; every field is optional.
+/// The settings of a server, every one optional (the rest take their defaults): what an embedding
+/// program gives [`crate::Server::with_settings`], and, under the same names, what `wasmrpc
+/// serve` reads from its flags, `WASMRPC_*` variables and TOML file.
 #[derive(Debug, Default, Clone, serde::Deserialize, clap::Args)]
 #[serde(deny_unknown_fields)]
 pub struct ServeSettings {
@@ -79,7 +81,7 @@ macro_rules! merge_fields {
 
 impl ServeSettings {
     /// Fill every unset field from `lower` (a lower-precedence source).
-    pub fn or(mut self, lower: &ServeSettings) -> ServeSettings {
+    pub(crate) fn or(mut self, lower: &ServeSettings) -> ServeSettings {
         merge_fields!(
             self,
             lower,
@@ -110,7 +112,7 @@ impl ServeSettings {
     ///
     /// # Errors
     /// The file cannot be read or has unknown or malformed keys.
-    pub fn from_file(path: &Path) -> anyhow::Result<ServeSettings> {
+    pub(crate) fn from_file(path: &Path) -> anyhow::Result<ServeSettings> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
         toml::from_str(&text).map_err(|e| anyhow::anyhow!("in {}: {e}", path.display()))
@@ -121,7 +123,7 @@ impl ServeSettings {
     /// # Errors
     /// Only one of `tls_cert` and `tls_key` is set, or a TLS file cannot be read or used (the
     /// message names the file).
-    pub fn resolve(&self) -> anyhow::Result<ServerConfig> {
+    pub(crate) fn resolve(&self) -> anyhow::Result<ServerConfig> {
         let mut runtime = RuntimeConfig::default();
         let ms = Duration::from_millis;
         let secs = Duration::from_secs;

@@ -5,9 +5,8 @@
 //! compile timeout) is reported and tried again next time.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
-use tokio::sync::RwLock;
 use wasmrpc_proto::Code;
 
 use crate::admission::{Admission, AdmissionError};
@@ -27,6 +26,7 @@ pub struct ModuleCache {
     runtime: Arc<Runtime>,
     registry: Arc<dyn Registry>,
     admission: Arc<Admission>,
+    /// Never held across an await: a lookup is a plain read on every call's path.
     slots: RwLock<HashMap<Digest, Slot>>,
 }
 
@@ -77,13 +77,25 @@ impl ModuleCache {
     }
 
     /// Remember a freshly loaded component.
-    pub async fn insert(&self, digest: Digest, module: Arc<Module>) {
-        self.slots.write().await.insert(digest, Slot::Ready(module));
+    pub fn insert(&self, digest: Digest, module: Arc<Module>) {
+        self.write().insert(digest, Slot::Ready(module));
     }
 
     /// Forget a component nothing refers to any more.
-    pub async fn forget(&self, digest: &Digest) {
-        self.slots.write().await.remove(digest);
+    pub fn forget(&self, digest: &Digest) {
+        self.write().remove(digest);
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Digest, Slot>> {
+        self.slots.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn cached(&self, digest: &Digest) -> Option<Slot> {
+        self.slots
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(digest)
+            .cloned()
     }
 
     /// The compiled component for `digest`, loading it from the registry if needed.
@@ -92,10 +104,10 @@ impl ModuleCache {
     /// UNAVAILABLE when the stored component is missing, corrupt or no longer loads, or loading
     /// it failed for a passing reason; a store failure otherwise.
     pub async fn get(&self, digest: &Digest) -> Result<Arc<Module>, ServiceError> {
-        if let Some(slot) = self.slots.read().await.get(digest) {
+        if let Some(slot) = self.cached(digest) {
             return match slot {
-                Slot::Ready(m) => Ok(m.clone()),
-                Slot::Unavailable(why) => Err(ServiceError::Unavailable(why.clone())),
+                Slot::Ready(m) => Ok(m),
+                Slot::Unavailable(why) => Err(ServiceError::Unavailable(why)),
             };
         }
         let slot = match self.registry.blob(*digest).await {
@@ -119,7 +131,7 @@ impl ModuleCache {
             }
             Err(e) => return Err(ServiceError::Store(e)),
         };
-        self.slots.write().await.insert(*digest, slot.clone());
+        self.write().insert(*digest, slot.clone());
         match slot {
             Slot::Ready(m) => Ok(m),
             Slot::Unavailable(why) => Err(ServiceError::Unavailable(why)),

@@ -147,7 +147,7 @@ impl Service {
             signature,
         };
         let registration = self.registry.register(new, component).await?;
-        self.modules.insert(registration.digest, module).await;
+        self.modules.insert(registration.digest, module);
         self.metrics.record_registration(tenant.as_str());
         tracing::info!(
             %tenant,
@@ -221,7 +221,7 @@ impl Service {
         // Forget compiled components nothing refers to any more.
         for r in &removed {
             if !self.registry.uses(&r.digest) {
-                self.modules.forget(&r.digest).await;
+                self.modules.forget(&r.digest);
             }
         }
         tracing::info!(%tenant, name, versions = removed.len(), "deleted");
