@@ -69,6 +69,7 @@ async fn bench_instance_per_call(component: &[u8], label: &str, config: RuntimeC
                     args(),
                     Duration::from_secs(10),
                     Instant::now(),
+                    usize::MAX, // the server's own memory limit
                 )
                 .await
                 .expect("call");

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::accept::{ServeOptions, tls_config};
 use crate::api::HttpLimits;
 use crate::runtime::RuntimeConfig;
+use crate::tenancy::Quota;
 
 /// The settings of a server, every one optional (the rest take their defaults): what an embedding
 /// program gives [`crate::Server::with_settings`], and, under the same names, what `wasmrpc
@@ -73,6 +74,29 @@ pub struct ServeSettings {
     /// The PEM private key of `--tls-cert` (PKCS#8, PKCS#1 or SEC1).
     #[arg(long, env = "WASMRPC_TLS_KEY")]
     pub tls_key: Option<PathBuf>,
+    /// Require API keys: the admin key is read from FILE, or, when FILE does not exist, a new
+    /// random one is written there (owner-only). Needed to listen on anything but loopback.
+    #[arg(long, env = "WASMRPC_ADMIN_KEY_FILE")]
+    pub admin_key_file: Option<PathBuf>,
+    /// Also serve `/metrics` alone on this address, without a key (for a scraper on a private
+    /// network); with keys configured, `/metrics` on the main address takes the admin key.
+    #[arg(long, env = "WASMRPC_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
+    /// Default quota: method names one tenant may register (0: no limit).
+    #[arg(long, env = "WASMRPC_TENANT_MAX_METHODS")]
+    pub tenant_max_methods: Option<u64>,
+    /// Default quota: bytes of components one tenant may store (0: no limit).
+    #[arg(long, env = "WASMRPC_TENANT_MAX_STORED_BYTES")]
+    pub tenant_max_stored_bytes: Option<u64>,
+    /// Default quota: calls of one tenant running at once (default: --max-concurrent-calls).
+    #[arg(long, env = "WASMRPC_TENANT_MAX_CONCURRENT_CALLS")]
+    pub tenant_max_concurrent_calls: Option<u64>,
+    /// Calls of one tenant that may wait for a slot (default: --max-queued-calls).
+    #[arg(long, env = "WASMRPC_TENANT_MAX_QUEUED_CALLS")]
+    pub tenant_max_queued_calls: Option<usize>,
+    /// Default quota: calls one tenant may start per second (0: no limit).
+    #[arg(long, env = "WASMRPC_TENANT_CALLS_PER_SECOND")]
+    pub tenant_calls_per_second: Option<u64>,
 }
 
 macro_rules! merge_fields {
@@ -103,7 +127,14 @@ impl ServeSettings {
             drain_timeout_s,
             pooling,
             tls_cert,
-            tls_key
+            tls_key,
+            admin_key_file,
+            metrics_listen,
+            tenant_max_methods,
+            tenant_max_stored_bytes,
+            tenant_max_concurrent_calls,
+            tenant_max_queued_calls,
+            tenant_calls_per_second
         );
         self
     }
@@ -186,14 +217,42 @@ impl ServeSettings {
                  (WASMRPC_TLS_CERT, or tls_cert in the config file) with --tls-key"
             ),
         };
+        // The server's own limits bound every tenant's quota; the defaults are what a tenant
+        // without settings of its own gets.
+        let server_limits = Quota {
+            max_component_bytes: runtime.max_component_bytes as u64,
+            max_methods: 0,
+            max_stored_bytes: 0,
+            memory_per_call_mib: (runtime.memory_per_call >> 20) as u64,
+            max_deadline_ms: u64::try_from(runtime.max_deadline.as_millis()).unwrap_or(u64::MAX),
+            max_concurrent_calls: runtime.max_concurrent_calls as u64,
+            calls_per_second: 0,
+        };
+        let tenant_defaults = Quota {
+            max_methods: self.tenant_max_methods.unwrap_or(0),
+            max_stored_bytes: self.tenant_max_stored_bytes.unwrap_or(0),
+            max_concurrent_calls: self
+                .tenant_max_concurrent_calls
+                .unwrap_or(server_limits.max_concurrent_calls)
+                .clamp(1, server_limits.max_concurrent_calls),
+            calls_per_second: self.tenant_calls_per_second.unwrap_or(0),
+            ..server_limits
+        };
         Ok(ServerConfig {
             listen: self
                 .listen
                 .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
             data_dir: self.data_dir.clone().unwrap_or_else(default_data_dir),
+            tenant_max_queued: self
+                .tenant_max_queued_calls
+                .unwrap_or(runtime.max_queued_calls),
             runtime,
             http,
             serve,
+            admin_key_file: self.admin_key_file.clone(),
+            metrics_listen: self.metrics_listen,
+            tenant_defaults,
+            server_limits,
         })
     }
 }
@@ -211,6 +270,16 @@ pub struct ServerConfig {
     pub http: HttpLimits,
     /// Connection handling.
     pub serve: ServeOptions,
+    /// Where the admin key is (or is to be written): keys are required when set.
+    pub admin_key_file: Option<PathBuf>,
+    /// A second address serving `/metrics` alone.
+    pub metrics_listen: Option<SocketAddr>,
+    /// The quota of a tenant without settings of its own.
+    pub tenant_defaults: Quota,
+    /// The server's own limits, which no quota may exceed (0: none).
+    pub server_limits: Quota,
+    /// Calls one tenant may have waiting for a slot.
+    pub tenant_max_queued: usize,
 }
 
 /// `$XDG_DATA_HOME/wasmrpc`, else `~/.local/share/wasmrpc`, else `./wasmrpc-data`.

@@ -21,7 +21,7 @@ mod registry;
 mod runtime;
 mod server;
 mod service;
-mod tenant;
+mod tenancy;
 
 pub use config::ServeSettings;
 pub use server::{ComponentSource, Server};

@@ -13,7 +13,8 @@ use wasmrpc_proto::{Code, MethodInfo, Status};
 
 use crate::app::App;
 use crate::config::ServeSettings;
-use crate::tenant::TenantId;
+use crate::service::Caller;
+use crate::tenancy::TenantId;
 
 /// What [`Server::register`] accepts: component bytes, or a path to a `.wasm` file.
 #[derive(Debug, Clone)]
@@ -163,6 +164,16 @@ impl Server {
         self.address
     }
 
+    /// Who `register` acts for: the implicit tenant, `default` (with keys configured, the tenant
+    /// of that name, if the admin creates one).
+    fn caller(&self) -> Caller {
+        let tenant = TenantId::default_tenant();
+        Caller {
+            quota: self.app.access.quota(&tenant),
+            tenant,
+        }
+    }
+
     /// Register a component under `name`; a new version if `name` exists. Allowed before and
     /// after [`Server::start`]. A multi-method component needs [`Server::register_export`].
     ///
@@ -198,7 +209,7 @@ impl Server {
         let (info, _) = self
             .app
             .service
-            .register(&TenantId::default_tenant(), name, export, bytes)
+            .register(&self.caller(), name, export, bytes)
             .await?;
         Ok(info)
     }

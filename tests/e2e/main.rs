@@ -10,5 +10,6 @@ mod examples;
 mod registry;
 mod requests;
 mod sandbox;
+mod tenants;
 mod tls;
 mod uploads;

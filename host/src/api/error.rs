@@ -7,18 +7,22 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Json;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use wasmrpc_proto::{Code, ErrorBody, Status, headers};
 
 use crate::service::ServiceError;
+use crate::tenancy::AuthError;
 
 /// An error answered by the native API.
 #[derive(Debug)]
 pub struct ApiError {
-    kind: Kind,
+    /// Boxed: handlers return `Result<_, ApiError>`, and the error should not make that large.
+    kind: Box<Kind>,
     /// Overrides the code's usual HTTP status (413 for a body over its limit).
     http: Option<StatusCode>,
+    /// A header the answer carries (`WWW-Authenticate` on a 401).
+    header: Option<Box<(HeaderName, HeaderValue)>>,
 }
 
 #[derive(Debug)]
@@ -27,22 +31,64 @@ enum Kind {
     Status(Status),
     /// A failure of the service: shown, or withheld when it is the server's own.
     Service(ServiceError),
+    /// The server's own failure outside the service (its text stays in the log).
+    Internal(String),
 }
 
 impl ApiError {
     /// An error with this code and message.
     pub fn new(code: Code, message: impl Into<String>) -> Self {
         ApiError {
-            kind: Kind::Status(Status::new(code, message)),
+            kind: Box::new(Kind::Status(Status::new(code, message))),
             http: None,
+            header: None,
         }
     }
 
     /// An error answered with a specific HTTP status instead of the code's usual one.
     pub fn with_http(code: Code, http: StatusCode, message: impl Into<String>) -> Self {
         ApiError {
-            kind: Kind::Status(Status::new(code, message)),
+            kind: Box::new(Kind::Status(Status::new(code, message))),
             http: Some(http),
+            header: None,
+        }
+    }
+
+    /// The server's own failure: INTERNAL, its text logged under a request id, never sent.
+    pub fn internal(error: impl std::fmt::Display) -> Self {
+        ApiError {
+            kind: Box::new(Kind::Internal(error.to_string())),
+            http: None,
+            header: None,
+        }
+    }
+
+    /// Credentials refused: 401 UNAUTHENTICATED, with `WWW-Authenticate: Bearer`.
+    pub fn unauthenticated(e: &AuthError) -> Self {
+        ApiError {
+            kind: Box::new(Kind::Status(Status::new(
+                Code::Unauthenticated,
+                e.to_string(),
+            ))),
+            http: None,
+            header: Some(Box::new((
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer"),
+            ))),
+        }
+    }
+
+    /// The same refusal with another message when it is the body-over-its-limit one (413), so a
+    /// quota can name itself.
+    pub fn with_message_if_too_large(self, message: String) -> Self {
+        if self.http == Some(StatusCode::PAYLOAD_TOO_LARGE) {
+            ApiError::with_http(
+                Code::ResourceExhausted,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                message,
+            )
+        } else {
+            self
         }
     }
 
@@ -59,8 +105,9 @@ impl ApiError {
 impl From<ServiceError> for ApiError {
     fn from(e: ServiceError) -> Self {
         ApiError {
-            kind: Kind::Service(e),
+            kind: Box::new(Kind::Service(e)),
             http: None,
+            header: None,
         }
     }
 }
@@ -85,21 +132,31 @@ fn new_request_id() -> String {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut request_id: Option<String> = None;
-        let status = match self.kind {
+        let mut extra_header = self.header;
+        let withheld = |text: &dyn std::fmt::Display, request_id: &mut Option<String>| {
+            let id = new_request_id();
+            tracing::error!(request_id = %id, error = %text, "internal error");
+            let message =
+                format!("internal error; the server's log has the details under request id {id}");
+            *request_id = Some(id);
+            message
+        };
+        let status = match *self.kind {
             Kind::Status(status) => status,
+            Kind::Internal(text) => Status::new(Code::Internal, withheld(&text, &mut request_id)),
             Kind::Service(e) => {
+                if let Some(wait) = e.retry_after() {
+                    // Whole seconds, rounded up: `Retry-After: 0` would invite a hammering retry.
+                    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                    extra_header = Some(Box::new((
+                        header::RETRY_AFTER,
+                        HeaderValue::from(secs.max(1)),
+                    )));
+                }
                 let code = e.code();
                 match e.public_message() {
                     Some(message) => Status::new(code, message),
-                    None => {
-                        let id = new_request_id();
-                        tracing::error!(request_id = %id, error = %e, "internal error");
-                        let message = format!(
-                            "internal error; the server's log has the details under request id {id}"
-                        );
-                        request_id = Some(id);
-                        Status::new(code, message)
-                    }
+                    None => Status::new(code, withheld(&e, &mut request_id)),
                 }
             }
         };
@@ -115,6 +172,10 @@ impl IntoResponse for ApiError {
         let mut response = (http, Json(ErrorBody::from(status))).into_response();
         if let Some(id) = request_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
             response.headers_mut().insert(headers::REQUEST_ID, id);
+        }
+        if let Some(extra) = extra_header {
+            let (name, value) = *extra;
+            response.headers_mut().insert(name, value);
         }
         response
     }

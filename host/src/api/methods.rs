@@ -11,11 +11,11 @@ use wasmrpc_proto::json::{self, CallRequestError};
 use wasmrpc_proto::{CallRequest, CallResponse, Code, DeleteResponse, MethodList, headers};
 
 use super::AppState;
+use super::auth::Tenant;
 use super::body::read_limited;
 use super::error::ApiError;
 use super::path::MethodName;
 use super::query::ApiQuery;
-use super::tenant::Tenant;
 
 /// `?export=M` on registration.
 #[derive(Debug, serde::Deserialize)]
@@ -34,17 +34,27 @@ pub struct VersionQuery {
 /// `PUT /v1/methods/{name}`: register a component (201 for a new name, 200 for a new version).
 pub async fn register(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(caller): Tenant,
     MethodName(name): MethodName,
     ApiQuery(query): ApiQuery<RegisterQuery>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let limit = state.service.runtime().config().max_component_bytes;
-    let bytes = read_limited(&headers, body, limit).await?;
+    // The tenant's quota, within the server's own limit: refused before the body is read past it.
+    let server_limit = state.service.runtime().config().max_component_bytes;
+    let quota = usize::try_from(caller.quota.max_component_bytes).unwrap_or(usize::MAX);
+    let bytes = if quota < server_limit {
+        read_limited(&headers, body, quota).await.map_err(|e| {
+            e.with_message_if_too_large(format!(
+                "the component is over the quota max_component_bytes ({quota})"
+            ))
+        })?
+    } else {
+        read_limited(&headers, body, server_limit).await?
+    };
     let (info, created) = state
         .service
-        .register(&tenant, &name, query.export.as_deref(), bytes.to_vec())
+        .register(&caller, &name, query.export.as_deref(), bytes.to_vec())
         .await?;
     let status = if created {
         StatusCode::CREATED
@@ -57,30 +67,32 @@ pub async fn register(
 /// `GET /v1/methods`: every method with its signature.
 pub async fn list(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(caller): Tenant,
 ) -> Result<Json<MethodList>, ApiError> {
-    let methods = state.service.list(&tenant);
+    let methods = state.service.list(&caller.tenant);
     Ok(Json(MethodList { methods }))
 }
 
 /// `GET /v1/methods/{name}`: one method's signature, versions, digest, size and time.
 pub async fn describe(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(caller): Tenant,
     MethodName(name): MethodName,
     ApiQuery(query): ApiQuery<VersionQuery>,
 ) -> Result<Response, ApiError> {
-    let info = state.service.describe(&tenant, &name, query.version)?;
+    let info = state
+        .service
+        .describe(&caller.tenant, &name, query.version)?;
     Ok(Json(info).into_response())
 }
 
 /// `DELETE /v1/methods/{name}`: unregister every version.
 pub async fn delete(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(caller): Tenant,
     MethodName(name): MethodName,
 ) -> Result<Response, ApiError> {
-    let deleted_versions = state.service.delete(&tenant, &name).await?;
+    let deleted_versions = state.service.delete(&caller.tenant, &name).await?;
     Ok(Json(DeleteResponse {
         deleted_versions,
         name,
@@ -91,7 +103,7 @@ pub async fn delete(
 /// `POST /v1/methods/{name}/call`: `{"args": [...], "timeout_ms": 0}` → `{"outputs": [...]}`.
 pub async fn call(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(caller): Tenant,
     MethodName(name): MethodName,
     ApiQuery(query): ApiQuery<VersionQuery>,
     headers: HeaderMap,
@@ -114,7 +126,9 @@ pub async fn call(
         }
         other => other,
     };
-    let method = state.service.resolve(&tenant, &name, query.version)?;
+    let method = state
+        .service
+        .resolve(&caller.tenant, &name, query.version)?;
     let CallRequest { args, timeout_ms } = request.map_err(|e| match e {
         CallRequestError::Argument { index, error } => {
             let arg = method
@@ -130,7 +144,10 @@ pub async fn call(
         CallRequestError::Body(e) => ApiError::new(Code::InvalidArgument, e),
     })?;
     let timeout = Duration::from_millis(timeout_ms);
-    let outputs = state.service.invoke(&method, args, timeout).await?;
+    let outputs = state
+        .service
+        .invoke(&caller, &method, args, timeout)
+        .await?;
     let body = serde_json::to_vec(&CallResponse { outputs })
         .map_err(|e| ApiError::new(Code::Internal, format!("encoding the outputs failed: {e}")))?;
     Ok(([(header::CONTENT_TYPE, headers::JSON)], body).into_response())

@@ -1,12 +1,14 @@
-//! The HTTP API on axum: routes, request limits, tracing. Uses the service; never wasmtime.
+//! The HTTP API on axum: routes, authentication, request limits, tracing. Uses the service and
+//! the tenant directory; never wasmtime.
 
+mod auth;
 mod body;
 pub mod error;
 mod health;
 mod methods;
 mod path;
 mod query;
-mod tenant;
+mod tenants;
 #[cfg(test)]
 mod tests;
 
@@ -16,11 +18,12 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::Request;
 use axum::http::{HeaderName, Method, Uri};
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 use tower_http::trace::TraceLayer;
 use wasmrpc_proto::Code;
 
 use crate::service::Service;
+use crate::tenancy::Access;
 use error::ApiError;
 
 /// The header a client names itself in (shows in logs).
@@ -52,12 +55,16 @@ pub struct AppState {
     pub service: Arc<Service>,
     /// HTTP limits.
     pub limits: HttpLimits,
+    /// Who may do what: the keys, and the quotas.
+    pub access: Access,
 }
 
 /// The application: every route of the native API with its layers.
 pub fn router(state: AppState) -> Router {
     let body_timeout = state.limits.body_read_timeout;
-    Router::new()
+    // Everything but the health checks needs a key (when keys are configured), checked before
+    // the handler runs, so before the body is read.
+    let keyed = Router::new()
         .route("/v1/methods", get(methods::list))
         .route(
             "/v1/methods/{name}",
@@ -66,21 +73,50 @@ pub fn router(state: AppState) -> Router {
                 .delete(methods::delete),
         )
         .route("/v1/methods/{name}/call", post(methods::call))
+        .route("/v1/tenants", post(tenants::create).get(tenants::list))
+        .route(
+            "/v1/tenants/{name}",
+            get(tenants::show).delete(tenants::delete),
+        )
+        .route("/v1/tenants/{name}/keys", post(tenants::add_key))
+        .route("/v1/tenants/{name}/keys/{key_id}", delete(tenants::revoke))
+        .route("/v1/tenants/{name}/quota", put(tenants::set_quota))
+        .route("/metrics", get(health::metrics))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::authenticate,
+        ));
+    Router::new()
+        .merge(keyed)
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
-        .route("/metrics", get(health::metrics))
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(axum::middleware::from_fn_with_state(state.clone(), count_client))
-        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(body_timeout))
-        .layer(TraceLayer::new_for_http().on_failure(()).make_span_with(|req: &Request| {
-            let client = req
-                .headers()
-                .get(CLIENT_NAME_HEADER)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("-");
-            tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), client)
-        }))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            count_client,
+        ))
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+            body_timeout,
+        ))
+        .layer(
+            TraceLayer::new_for_http()
+                .on_failure(())
+                .make_span_with(|req: &Request| {
+                    let client = req
+                        .headers()
+                        .get(CLIENT_NAME_HEADER)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("-");
+                    tracing::info_span!(
+                        "request",
+                        method = %req.method(),
+                        path = %req.uri().path(),
+                        client,
+                        tenant = tracing::field::Empty
+                    )
+                }),
+        )
         .with_state(state)
 }
 
@@ -98,6 +134,20 @@ async fn count_client(
         state.service.metrics().record_client(name);
     }
     next.run(req).await
+}
+
+/// The router of `--metrics-listen`: `/metrics` alone, open to whoever reaches that address (bind
+/// it where only the operator's scraper can).
+pub fn metrics_router(service: Arc<Service>) -> Router {
+    Router::new()
+        .route(
+            "/metrics",
+            get(move || {
+                let service = service.clone();
+                async move { health::metrics_text(&service) }
+            }),
+        )
+        .fallback(no_route)
 }
 
 async fn no_route(method: Method, uri: Uri) -> ApiError {

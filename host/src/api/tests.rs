@@ -13,6 +13,19 @@ use crate::metrics::Metrics;
 use crate::registry::LocalRegistry;
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::service::Service;
+use crate::tenancy::{Access, Quota};
+
+fn quota() -> Quota {
+    Quota {
+        max_component_bytes: 1000,
+        max_methods: 0,
+        max_stored_bytes: 0,
+        memory_per_call_mib: 256,
+        max_deadline_ms: 300_000,
+        max_concurrent_calls: 64,
+        calls_per_second: 0,
+    }
+}
 
 fn state(dir: &tempfile::TempDir) -> AppState {
     let runtime = Runtime::new(RuntimeConfig {
@@ -27,11 +40,13 @@ fn state(dir: &tempfile::TempDir) -> AppState {
             Arc::new(runtime),
             Arc::new(registry),
             Arc::new(Metrics::default()),
+            64,
         )),
         limits: HttpLimits {
             max_request_bytes: 1000,
             ..HttpLimits::default()
         },
+        access: Access::open(quota()),
     }
 }
 

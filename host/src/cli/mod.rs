@@ -1,10 +1,11 @@
-//! The `wasmrpc` command line: `serve`, and the client commands `deploy`, `list`, `call`,
-//! `delete`, which use the client SDK.
+//! The `wasmrpc` command line: `serve`, the client commands `deploy`, `list`, `call`, `delete`,
+//! which use the client SDK, and the admin's `tenant` commands.
 
 mod args;
 mod client_cmds;
 pub mod output;
 mod serve;
+mod tenant_cmds;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -99,6 +100,11 @@ enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Manage tenants, their keys and quotas (needs the admin key).
+    Tenant {
+        #[command(subcommand)]
+        command: tenant_cmds::TenantCommand,
+    },
 }
 
 /// Run the command line; the binary's `main` is only this.
@@ -123,6 +129,7 @@ pub fn main() -> ExitCode {
             server,
         } => client_cmds::call(&server, &name, &args, timeout_ms, version, json),
         Command::Delete { name, server } => client_cmds::delete(&server, &name),
+        Command::Tenant { command } => tenant_cmds::run(&command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

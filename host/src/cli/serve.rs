@@ -28,6 +28,9 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
         .context("starting the async runtime")?;
     runtime.block_on(async move {
         let app = App::build(config.clone())?;
+        for notice in &app.notices {
+            eprintln!("wasmrpc: {notice}");
+        }
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("binding {}", config.listen))?;

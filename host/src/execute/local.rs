@@ -2,11 +2,11 @@
 //! module cache, then a fresh instance in the runtime.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use wasmrpc_proto::Tensor;
 
-use super::{Executor, ModuleCache};
+use super::{CallLimits, Executor, ModuleCache};
 use crate::admission::Admission;
 use crate::registry::Registration;
 use crate::runtime::Runtime;
@@ -41,15 +41,26 @@ impl Executor for LocalExecutor {
         &self,
         registration: &Registration,
         args: Vec<Tensor>,
-        deadline: Duration,
+        limits: CallLimits,
     ) -> Result<Vec<Tensor>, ServiceError> {
+        let tenant = &registration.tenant;
         // Loading a component on first use does not count against the call's deadline.
-        let module = self.modules.get(&registration.digest).await?;
+        let module = self.modules.get(&registration.digest, tenant).await?;
         let started = Instant::now();
-        let _slot = self.admission.admit(deadline).await?;
+        let _slot = self
+            .admission
+            .admit(tenant, limits.share, limits.deadline)
+            .await?;
         Ok(self
             .runtime
-            .call(&module, &registration.export, args, deadline, started)
+            .call(
+                &module,
+                &registration.export,
+                args,
+                limits.deadline,
+                started,
+                limits.memory,
+            )
             .await?)
     }
 }

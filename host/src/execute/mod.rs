@@ -14,14 +14,27 @@ use std::time::Duration;
 
 use wasmrpc_proto::Tensor;
 
+use crate::admission::TenantShare;
 use crate::registry::Registration;
 use crate::service::ServiceError;
+
+/// What one call may use: its caller's quota, made concrete.
+#[derive(Debug, Clone, Copy)]
+pub struct CallLimits {
+    /// The call ends this long after it is handed over, waiting for a slot included.
+    pub deadline: Duration,
+    /// Linear memory it may hold, in bytes.
+    pub memory: usize,
+    /// Its tenant's share of the call slots.
+    pub share: TenantShare,
+}
 
 /// Runs calls of registered methods.
 #[async_trait::async_trait]
 pub trait Executor: Send + Sync + 'static {
-    /// Run `registration`'s method with `args` (already checked against its signature), finishing
-    /// within `deadline` from now, waiting for a slot included.
+    /// Run `registration`'s method with `args` (already checked against its signature), within
+    /// `limits` (the deadline counts from now, waiting for a slot included), for the tenant that
+    /// owns the registration.
     ///
     /// Dropping the returned future abandons the call (the guest is stopped with it).
     ///
@@ -31,6 +44,6 @@ pub trait Executor: Send + Sync + 'static {
         &self,
         registration: &Registration,
         args: Vec<Tensor>,
-        deadline: Duration,
+        limits: CallLimits,
     ) -> Result<Vec<Tensor>, ServiceError>;
 }

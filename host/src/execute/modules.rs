@@ -9,10 +9,11 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use wasmrpc_proto::Code;
 
-use crate::admission::{Admission, AdmissionError};
+use crate::admission::{Admission, AdmissionError, TenantShare};
 use crate::registry::{Digest, Registry, RegistryError};
 use crate::runtime::{Module, Runtime, UploadError};
 use crate::service::ServiceError;
+use crate::tenancy::TenantId;
 
 /// A compiled component, or why it cannot be run.
 #[derive(Clone)]
@@ -52,27 +53,43 @@ impl ModuleCache {
         }
     }
 
-    /// Validate, compile and describe component bytes (an upload, or a stored blob).
+    /// Validate, compile and describe component bytes (an upload, or a stored blob), asking for
+    /// the signatures in one of `tenant`'s call slots.
     ///
     /// # Errors
     /// Why the component was refused, or [`UploadError::Busy`] when no call slot came free to
     /// ask it for its signatures.
-    pub async fn load(&self, bytes: Arc<Vec<u8>>) -> Result<Arc<Module>, UploadError> {
+    pub async fn load(
+        &self,
+        bytes: Arc<Vec<u8>>,
+        tenant: &TenantId,
+    ) -> Result<Arc<Module>, UploadError> {
         let compiled = self.runtime.compile(bytes).await?;
-        let wait = self.runtime.config().signatures_deadline;
-        let _slot = self.admission.admit(wait).await.map_err(|e| {
-            let (code, reason) = match e {
-                // Waiting too long for a slot means the server is busy, not that the component
-                // is bad.
-                AdmissionError::WaitedPastDeadline { .. } => (
-                    Code::Unavailable,
-                    "the server is too busy to load the component now; try again".to_owned(),
-                ),
-                AdmissionError::Overloaded { .. } => (Code::ResourceExhausted, e.to_string()),
-                AdmissionError::Closed => (Code::Unavailable, e.to_string()),
-            };
-            UploadError::Busy { code, reason }
-        })?;
+        let config = self.runtime.config();
+        let wait = config.signatures_deadline;
+        // Asking for signatures is one short call; the server's own limits bound it.
+        let share = TenantShare {
+            max_running: config.max_concurrent_calls,
+            max_queued: config.max_queued_calls,
+        };
+        let _slot = self
+            .admission
+            .admit(tenant, share, wait)
+            .await
+            .map_err(|e| {
+                let (code, reason) = match e {
+                    // Waiting too long for a slot means the server is busy, not that the component
+                    // is bad.
+                    AdmissionError::WaitedPastDeadline { .. } => (
+                        Code::Unavailable,
+                        "the server is too busy to load the component now; try again".to_owned(),
+                    ),
+                    AdmissionError::Overloaded { .. } | AdmissionError::TenantBusy { .. } => {
+                        (Code::ResourceExhausted, e.to_string())
+                    }
+                };
+                UploadError::Busy { code, reason }
+            })?;
         self.runtime.describe(compiled).await
     }
 
@@ -98,12 +115,17 @@ impl ModuleCache {
             .cloned()
     }
 
-    /// The compiled component for `digest`, loading it from the registry if needed.
+    /// The compiled component for `digest`, loading it from the registry if needed (in a call
+    /// slot of `tenant`, whose call needs it).
     ///
     /// # Errors
     /// UNAVAILABLE when the stored component is missing, corrupt or no longer loads, or loading
     /// it failed for a passing reason; a store failure otherwise.
-    pub async fn get(&self, digest: &Digest) -> Result<Arc<Module>, ServiceError> {
+    pub async fn get(
+        &self,
+        digest: &Digest,
+        tenant: &TenantId,
+    ) -> Result<Arc<Module>, ServiceError> {
         if let Some(slot) = self.cached(digest) {
             return match slot {
                 Slot::Ready(m) => Ok(m),
@@ -111,7 +133,7 @@ impl ModuleCache {
             };
         }
         let slot = match self.registry.blob(*digest).await {
-            Ok(bytes) => match self.load(Arc::new(bytes)).await {
+            Ok(bytes) => match self.load(Arc::new(bytes), tenant).await {
                 Ok(m) => Slot::Ready(m),
                 // The stored component itself is refused: that will not change until it is
                 // registered again, so remember it.

@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use super::{Digest, Lookup, Registration};
-use crate::tenant::TenantId;
+use super::{Digest, Lookup, Registration, RegistrationLimits, Usage};
+use crate::tenancy::TenantId;
 
 /// Registrations by tenant, then name, then version.
 #[derive(Debug, Default)]
@@ -119,5 +119,56 @@ impl RegistrationIndex {
     /// Whether any registration of any tenant points at `digest`.
     pub fn uses(&self, digest: &Digest) -> bool {
         self.digests.contains_key(digest)
+    }
+
+    /// What `tenant` holds: its names, and the bytes of its distinct components.
+    pub fn usage(&self, tenant: &TenantId) -> Usage {
+        let Some(names) = self.tenants.get(tenant) else {
+            return Usage::default();
+        };
+        let mut sizes: HashMap<Digest, u64> = HashMap::new();
+        for r in names.values().flat_map(BTreeMap::values) {
+            sizes.insert(r.digest, r.size);
+        }
+        Usage {
+            methods: names.values().filter(|v| !v.is_empty()).count() as u64,
+            stored_bytes: sizes.values().sum(),
+        }
+    }
+
+    /// Why one more registration of `name` pointing at `digest` (of `size` bytes) would not fit
+    /// `limits`, or `None` if it fits.
+    pub fn over_quota(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        digest: &Digest,
+        size: u64,
+        limits: &RegistrationLimits,
+    ) -> Option<String> {
+        let names = self.tenants.get(tenant);
+        let usage = self.usage(tenant);
+        let new_name = names
+            .and_then(|n| n.get(name))
+            .is_none_or(BTreeMap::is_empty);
+        if limits.max_methods > 0 && new_name && usage.methods >= limits.max_methods {
+            return Some(format!(
+                "quota max_methods ({}) reached: delete a method before registering another",
+                limits.max_methods
+            ));
+        }
+        let new_bytes = names
+            .into_iter()
+            .flat_map(BTreeMap::values)
+            .flat_map(BTreeMap::values)
+            .all(|r| r.digest != *digest);
+        let after = usage.stored_bytes + if new_bytes { size } else { 0 };
+        if limits.max_stored_bytes > 0 && after > limits.max_stored_bytes {
+            return Some(format!(
+                "quota max_stored_bytes ({}) would be exceeded: {} bytes are stored and this                  component is {size} bytes",
+                limits.max_stored_bytes, usage.stored_bytes
+            ));
+        }
+        None
     }
 }

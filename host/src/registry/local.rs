@@ -17,8 +17,8 @@ use redb::{Database, ReadOnlyTable, ReadableTable, TableDefinition};
 use super::blobs::{self, BlobStore};
 use super::index::RegistrationIndex;
 use super::record;
-use super::{Digest, Lookup, NewRegistration, Registration, Registry, RegistryError};
-use crate::tenant::TenantId;
+use super::{Digest, Lookup, NewRegistration, Registration, Registry, RegistryError, Usage};
+use crate::tenancy::TenantId;
 
 /// Key: (tenant, name, version). redb compares tuples element by element (strings bytewise,
 /// integers numerically), so one tenant's entries are contiguous, sorted by name and then by
@@ -235,6 +235,24 @@ impl Store {
         self.blobs.write(&digest, component)?;
 
         let _guard = self.lock();
+        // Quotas are checked under the lock, against what is committed, so two registrations at
+        // once cannot both squeeze under a limit.
+        if let Some(why) = self.index_read().over_quota(
+            &new.tenant,
+            &new.name,
+            &digest,
+            component.len() as u64,
+            &new.limits,
+        ) {
+            // The blob was written before the lock; nothing refers to it unless another
+            // registration already did.
+            if !self.index_read().uses(&digest)
+                && let Err(e) = self.blobs.delete(&digest)
+            {
+                tracing::warn!(%digest, error = %e, "could not remove a refused upload's blob");
+            }
+            return Err(RegistryError::Quota(why));
+        }
         // A `delete` that ran between the write above and the lock saw no reference to this blob
         // and may have removed it: write it again if so (a cheap no-op otherwise). From here on
         // the lock keeps deletes out until the reference is committed.
@@ -283,6 +301,10 @@ impl Store {
         txn.commit().map_err(db_err)?;
         self.index_mut().insert(registration.clone());
         Ok(registration)
+    }
+
+    fn index_read(&self) -> RwLockReadGuard<'_, RegistrationIndex> {
+        self.index.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn index_mut(&self) -> std::sync::RwLockWriteGuard<'_, RegistrationIndex> {
@@ -400,6 +422,10 @@ impl Registry for LocalRegistry {
     fn uses(&self, digest: &Digest) -> bool {
         self.index().uses(digest)
     }
+
+    fn usage(&self, tenant: &TenantId) -> Usage {
+        self.index().usage(tenant)
+    }
 }
 
 #[cfg(test)]
@@ -407,6 +433,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::registry::RegistrationLimits;
 
     fn t(name: &str) -> TenantId {
         TenantId::new(name)
@@ -457,6 +484,7 @@ mod tests {
             name: name.into(),
             export: "add".into(),
             signature: sig("add"),
+            limits: RegistrationLimits::default(),
         }
     }
 
@@ -839,5 +867,55 @@ mod tests {
                 bytes
             );
         }
+    }
+
+    #[test]
+    fn quotas_are_checked_per_tenant_under_the_lock() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let reg = open(dir.path());
+        let limited = |tenant: &str, name: &str, max_methods, max_stored_bytes| NewRegistration {
+            limits: RegistrationLimits {
+                max_methods,
+                max_stored_bytes,
+            },
+            ..new(tenant, name)
+        };
+        reg.register_blocking(limited("t", "one", 2, 0), b"aaaa")
+            .expect("first name");
+        reg.register_blocking(limited("t", "two", 2, 0), b"bbbb")
+            .expect("second name");
+        // A new version of a name is not a new method; a third name is over the quota.
+        reg.register_blocking(limited("t", "two", 2, 0), b"cccc")
+            .expect("new version");
+        match reg.register_blocking(limited("t", "three", 2, 0), b"dddd") {
+            Err(RegistryError::Quota(why)) => assert!(why.contains("max_methods (2)"), "{why}"),
+            other => panic!("expected a quota error, got {other:?}"),
+        }
+        // Another tenant is not counted against t.
+        reg.register_blocking(limited("u", "three", 2, 0), b"dddd")
+            .expect("u's own quota");
+        assert_eq!(
+            reg.usage(&t("t")),
+            Usage {
+                methods: 2,
+                stored_bytes: 12
+            }
+        );
+        // Bytes: the same component again costs nothing; new bytes past the limit are refused.
+        reg.register_blocking(limited("t", "one", 0, 12), b"aaaa")
+            .expect("the same bytes again");
+        match reg.register_blocking(limited("t", "one", 0, 12), b"eeee") {
+            Err(RegistryError::Quota(why)) => {
+                assert!(why.contains("max_stored_bytes (12)"), "{why}")
+            }
+            other => panic!("expected a quota error, got {other:?}"),
+        }
+        // Nothing refused was stored, not even its blob.
+        assert_eq!(versions_of(&reg, "t", "three"), Vec::<u32>::new());
+        assert!(matches!(
+            reg.blob_blocking(&Digest::of(b"eeee")),
+            Err(RegistryError::MissingBlob(_))
+        ));
+        assert_eq!(versions_of(&reg, "t", "one"), [1, 2]);
     }
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use wasmrpc_proto::MethodSignature;
 
-use crate::tenant::TenantId;
+use crate::tenancy::TenantId;
 
 /// The sha256 of a component's bytes; printed as `sha256:<64 hex digits>`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -86,6 +86,26 @@ pub struct NewRegistration {
     pub export: String,
     /// The method's signature, read from the component at upload.
     pub signature: MethodSignature,
+    /// The tenant's quotas that this registration must fit, checked under the store's lock.
+    pub limits: RegistrationLimits,
+}
+
+/// What a tenant may hold in the store; 0 means no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RegistrationLimits {
+    /// Method names registered at once.
+    pub max_methods: u64,
+    /// Bytes of distinct components.
+    pub max_stored_bytes: u64,
+}
+
+/// What a tenant holds in the store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Usage {
+    /// Method names registered.
+    pub methods: u64,
+    /// Bytes of its distinct components (each counted once, whoever else stored the same bytes).
+    pub stored_bytes: u64,
 }
 
 /// One version of one registered method. How it is stored on disk is [`record`]'s business.
@@ -132,6 +152,9 @@ pub enum RegistryError {
     /// The thread running a blocking store operation failed (panicked or was cancelled).
     #[error("a store task failed: {0}")]
     Task(String),
+    /// The registration does not fit the tenant's quota (the message names it and its value).
+    #[error("{0}")]
+    Quota(String),
 }
 
 /// What a lookup found.
@@ -194,4 +217,7 @@ pub trait Registry: Send + Sync + 'static {
 
     /// Whether any registration of any tenant points at `digest`.
     fn uses(&self, digest: &Digest) -> bool;
+
+    /// What `tenant` holds.
+    fn usage(&self, tenant: &TenantId) -> Usage;
 }

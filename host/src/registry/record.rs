@@ -11,7 +11,7 @@ use std::sync::Arc;
 use wasmrpc_proto::{DType, Dim, MethodSignature, TensorSpec};
 
 use super::{Digest, Registration, RegistryError};
-use crate::tenant::TenantId;
+use crate::tenancy::TenantId;
 
 /// The format this build writes; it reads this one and every older one.
 pub const FORMAT: u32 = 1;

@@ -38,6 +38,11 @@ impl CallLimiter {
         }
     }
 
+    /// The memory budget of the call, in bytes.
+    pub fn memory_cap(&self) -> usize {
+        self.memory_cap
+    }
+
     /// Bytes of linear memory the instance holds now.
     #[cfg(test)]
     pub fn memory_used(&self) -> usize {

@@ -213,7 +213,8 @@ impl Runtime {
         &self,
         pre: &TensorFunctionPre<CallState>,
     ) -> Result<Vec<MethodSignature>, GuestFailure> {
-        let (mut store, _) = self.new_store(self.config.signatures_deadline);
+        let (mut store, _) =
+            self.new_store(self.config.signatures_deadline, self.config.memory_per_call);
         let result = async {
             let instance = pre.instantiate_async(&mut store).await?;
             instance
@@ -229,7 +230,8 @@ impl Runtime {
     }
 
     /// Call `method` of `module` with `args` in a fresh instance, ending `deadline` after
-    /// `started` (the time spent waiting for a slot counts; a failure reports the whole deadline).
+    /// `started` (the time spent waiting for a slot counts; a failure reports the whole deadline),
+    /// with at most `memory` bytes of linear memory (capped by the server's own limit).
     ///
     /// The arguments must already fit the method's signature, and the caller holds a call slot.
     /// The outputs are checked: malformed, off-signature or oversized outputs are refused.
@@ -243,8 +245,10 @@ impl Runtime {
         args: Vec<Tensor>,
         deadline: Duration,
         started: Instant,
+        memory: usize,
     ) -> Result<Vec<Tensor>, GuestFailure> {
-        let (mut store, log) = self.new_store(deadline.saturating_sub(started.elapsed()));
+        let memory = memory.min(self.config.memory_per_call);
+        let (mut store, log) = self.new_store(deadline.saturating_sub(started.elapsed()), memory);
         let wit_args: Vec<_> = args.into_iter().map(convert::tensor_to_wit).collect();
         let result = async {
             let instance = module.pre.instantiate_async(&mut store).await?;
@@ -321,10 +325,14 @@ impl Runtime {
         Ok(tensors)
     }
 
-    fn new_store(&self, deadline: Duration) -> (Store<CallState>, guest_log::GuestLog) {
+    fn new_store(
+        &self,
+        deadline: Duration,
+        memory: usize,
+    ) -> (Store<CallState>, guest_log::GuestLog) {
         let c = &self.config;
         let limiter = CallLimiter::new(
-            c.memory_per_call,
+            memory,
             c.table_elements,
             c.max_core_instances as usize,
             c.max_tables as usize,
@@ -373,7 +381,7 @@ impl Runtime {
         }
         if state.limiter.memory_exceeded {
             return GuestFailure::Memory {
-                cap: self.config.memory_per_call,
+                cap: state.limiter.memory_cap(),
             };
         }
         let guest_output = state.log.tail(2048);

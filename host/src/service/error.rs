@@ -5,6 +5,8 @@
 //! a join's or the engine's own text is the server's business: [`ServiceError::public_message`]
 //! withholds it, and the API logs it with a request id instead.
 
+use std::time::Duration;
+
 use wasmrpc_proto::{Code, Status};
 
 use crate::admission::AdmissionError;
@@ -46,9 +48,30 @@ pub enum ServiceError {
     /// The stored component cannot be run now (missing, corrupt, no longer loads).
     #[error("{0}")]
     Unavailable(String),
-    /// The store failed.
-    #[error("the method store failed: {0}")]
+    /// The store failed, or refused a registration over the tenant's quota.
+    #[error("{}", store_message(.0))]
     Store(#[from] RegistryError),
+    /// Over one of the caller's quotas (the message names it and its value).
+    #[error("{0}")]
+    Quota(String),
+    /// Past the caller's calls-per-second quota.
+    #[error(
+        "quota calls_per_second ({per_second}) reached; try again in {} ms",
+        retry_after.as_millis().max(1)
+    )]
+    RateLimited {
+        /// The rate.
+        per_second: u64,
+        /// When the next call would be allowed.
+        retry_after: Duration,
+    },
+}
+
+fn store_message(e: &RegistryError) -> String {
+    match e {
+        RegistryError::Quota(why) => why.clone(),
+        other => format!("the method store failed: {other}"),
+    }
 }
 
 impl ServiceError {
@@ -61,17 +84,32 @@ impl ServiceError {
             ServiceError::NotFound(_) | ServiceError::NoSuchVersion { .. } => Code::NotFound,
             ServiceError::Upload(e) => e.code(),
             ServiceError::Guest(f) => f.code(),
-            ServiceError::Admission(AdmissionError::Overloaded { .. }) => Code::ResourceExhausted,
+            ServiceError::Admission(
+                AdmissionError::Overloaded { .. } | AdmissionError::TenantBusy { .. },
+            )
+            | ServiceError::Quota(_)
+            | ServiceError::RateLimited { .. }
+            | ServiceError::Store(RegistryError::Quota(_)) => Code::ResourceExhausted,
             ServiceError::Admission(AdmissionError::WaitedPastDeadline { .. }) => {
                 Code::DeadlineExceeded
             }
-            ServiceError::Admission(AdmissionError::Closed) | ServiceError::Unavailable(_) => {
-                Code::Unavailable
-            }
-            ServiceError::Store(RegistryError::Corrupt { .. } | RegistryError::MissingBlob(_)) => {
+            ServiceError::Unavailable(_)
+            | ServiceError::Store(RegistryError::Corrupt { .. } | RegistryError::MissingBlob(_)) => {
                 Code::Unavailable
             }
             ServiceError::Store(_) => Code::Internal,
+        }
+    }
+
+    /// How long a client should wait before trying again, where that is known (HTTP's
+    /// `Retry-After`).
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ServiceError::RateLimited { retry_after, .. } => Some(*retry_after),
+            ServiceError::Admission(
+                AdmissionError::Overloaded { .. } | AdmissionError::TenantBusy { .. },
+            ) => Some(Duration::from_secs(1)),
+            _ => None,
         }
     }
 
@@ -83,7 +121,9 @@ impl ServiceError {
             ServiceError::Guest(f) => f.is_host_fault(),
             ServiceError::Store(e) => !matches!(
                 e,
-                RegistryError::Corrupt { .. } | RegistryError::MissingBlob(_)
+                RegistryError::Corrupt { .. }
+                    | RegistryError::MissingBlob(_)
+                    | RegistryError::Quota(_)
             ),
             _ => false,
         };
@@ -157,11 +197,42 @@ mod tests {
             queued: 4,
         });
         assert_eq!(full.code(), Code::ResourceExhausted);
+        assert_eq!(full.retry_after(), Some(Duration::from_secs(1)));
         let late = ServiceError::Admission(AdmissionError::WaitedPastDeadline { deadline_ms: 5 });
         assert_eq!(late.code(), Code::DeadlineExceeded);
+        assert_eq!(late.retry_after(), None);
+        let busy = ServiceError::Admission(AdmissionError::TenantBusy {
+            running: 2,
+            queued: 3,
+        });
+        assert_eq!(busy.code(), Code::ResourceExhausted);
+        assert!(
+            busy.to_string().contains("max_concurrent_calls (2)"),
+            "{busy}"
+        );
+    }
+
+    #[test]
+    fn quota_refusals_name_the_quota_and_are_shown() {
+        let rate = ServiceError::RateLimited {
+            per_second: 5,
+            retry_after: Duration::from_millis(120),
+        };
+        assert_eq!(rate.code(), Code::ResourceExhausted);
+        assert_eq!(rate.retry_after(), Some(Duration::from_millis(120)));
         assert_eq!(
-            ServiceError::Admission(AdmissionError::Closed).code(),
-            Code::Unavailable
+            rate.public_message().unwrap(),
+            "quota calls_per_second (5) reached; try again in 120 ms"
+        );
+        let stored = ServiceError::Store(RegistryError::Quota(
+            "quota max_methods (3) reached: delete a method before registering another".into(),
+        ));
+        assert_eq!(stored.code(), Code::ResourceExhausted);
+        assert!(
+            stored
+                .public_message()
+                .unwrap()
+                .starts_with("quota max_methods (3)")
         );
     }
 }

@@ -14,12 +14,23 @@ use std::time::{Duration, Instant};
 
 use wasmrpc_proto::{Code, MethodInfo, MethodSignature, Tensor};
 
-use crate::admission::Admission;
-use crate::execute::{Executor, LocalExecutor, ModuleCache};
+use crate::admission::{Admission, TenantShare};
+use crate::execute::{CallLimits, Executor, LocalExecutor, ModuleCache};
 use crate::metrics::Metrics;
-use crate::registry::{Digest, Lookup, NewRegistration, Registration, Registry};
+use crate::registry::{
+    Digest, Lookup, NewRegistration, Registration, RegistrationLimits, Registry, Usage,
+};
 use crate::runtime::{Module, Runtime};
-use crate::tenant::TenantId;
+use crate::tenancy::{Quota, RateLimiter, TenantId};
+
+/// Who asks, with the quota in force for them.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The tenant (from the request's key alone).
+    pub tenant: TenantId,
+    /// Its quota.
+    pub quota: Quota,
+}
 
 /// A method resolved for a call: its registration, shared with the registry's cache (no copy per
 /// call). Where its component is compiled is the executor's business.
@@ -43,6 +54,9 @@ pub struct Service {
     modules: Arc<ModuleCache>,
     executor: Arc<dyn Executor>,
     metrics: Arc<Metrics>,
+    rates: RateLimiter,
+    /// Calls one tenant may have waiting for a slot.
+    tenant_max_queued: usize,
     ready: AtomicBool,
 }
 
@@ -56,8 +70,14 @@ impl std::fmt::Debug for Service {
 
 impl Service {
     /// A service over `runtime` and `registry` that runs calls here, admitted by call slots and a
-    /// wait queue sized by the runtime's configuration; not ready until [`Service::warm`] has run.
-    pub fn new(runtime: Arc<Runtime>, registry: Arc<dyn Registry>, metrics: Arc<Metrics>) -> Self {
+    /// wait queue sized by the runtime's configuration (of which one tenant may fill at most
+    /// `tenant_max_queued`); not ready until [`Service::warm`] has run.
+    pub fn new(
+        runtime: Arc<Runtime>,
+        registry: Arc<dyn Registry>,
+        metrics: Arc<Metrics>,
+        tenant_max_queued: usize,
+    ) -> Self {
         let config = runtime.config();
         let admission = Arc::new(Admission::new(
             config.max_concurrent_calls,
@@ -79,6 +99,8 @@ impl Service {
             modules,
             executor,
             metrics,
+            rates: RateLimiter::default(),
+            tenant_max_queued,
             ready: AtomicBool::new(false),
         }
     }
@@ -103,11 +125,13 @@ impl Service {
     /// unavailable; the rest still serve. Returns how many registrations there are.
     pub async fn warm(&self) -> usize {
         let all = self.registry.all();
-        let mut digests: Vec<Digest> = all.iter().map(|r| r.digest).collect();
-        digests.sort();
-        digests.dedup();
-        for digest in &digests {
-            if let Err(e) = self.modules.get(digest).await {
+        // Each distinct component once, loaded in a call slot of a tenant that uses it.
+        let mut digests: Vec<(Digest, &TenantId)> =
+            all.iter().map(|r| (r.digest, &r.tenant)).collect();
+        digests.sort_by_key(|(d, _)| *d);
+        digests.dedup_by_key(|(d, _)| *d);
+        for (digest, tenant) in &digests {
+            if let Err(e) = self.modules.get(digest, tenant).await {
                 tracing::warn!(%digest, error = %e, "stored component is unavailable");
             }
         }
@@ -120,7 +144,7 @@ impl Service {
         all.len()
     }
 
-    /// Register `component` under `name` for `tenant`; returns the new version's metadata and
+    /// Register `component` under `name` for `caller`; returns the new version's metadata and
     /// whether the name is new (version 1).
     ///
     /// `export` picks one method of a multi-method component; without it, a component with one
@@ -128,32 +152,47 @@ impl Service {
     ///
     /// # Errors
     /// INVALID_ARGUMENT for a bad name or component (with the reason), RESOURCE_EXHAUSTED for one
-    /// over the size limit, a store failure (nothing is registered then).
+    /// over the size limit or the caller's quotas, a store failure (nothing is registered then).
     pub async fn register(
         &self,
-        tenant: &TenantId,
+        caller: &Caller,
         name: &str,
         export: Option<&str>,
         component: Vec<u8>,
     ) -> Result<(MethodInfo, bool), ServiceError> {
+        let tenant = &caller.tenant;
         wasmrpc_proto::names::check_name(name).map_err(ServiceError::InvalidName)?;
+        let quota = &caller.quota;
+        if component.len() as u64 > quota.max_component_bytes {
+            return Err(ServiceError::Quota(format!(
+                "the component is {} bytes, over the quota max_component_bytes ({})",
+                component.len(),
+                quota.max_component_bytes
+            )));
+        }
         let component = Arc::new(component);
-        let module = self.modules.load(component.clone()).await?;
+        let module = self.modules.load(component.clone(), tenant).await?;
         let signature = choose_export(&module, name, export)?.clone();
         let new = NewRegistration {
             tenant: tenant.clone(),
             name: name.to_owned(),
             export: signature.name.clone(),
             signature,
+            limits: RegistrationLimits {
+                max_methods: quota.max_methods,
+                max_stored_bytes: quota.max_stored_bytes,
+            },
         };
         let registration = self.registry.register(new, component).await?;
         self.modules.insert(registration.digest, module);
         self.metrics.record_registration(tenant.as_str());
         tracing::info!(
+            target: "audit",
             %tenant,
             name,
             version = registration.version,
             digest = %registration.digest,
+            size = registration.size,
             "registered"
         );
         let created = registration.version == 1;
@@ -224,8 +263,33 @@ impl Service {
                 self.modules.forget(&r.digest);
             }
         }
-        tracing::info!(%tenant, name, versions = removed.len(), "deleted");
+        tracing::info!(target: "audit", %tenant, name, versions = removed.len(), "deleted");
         Ok(removed.iter().map(|r| r.version).collect())
+    }
+
+    /// Delete every registration of `tenant`; returns how many method names were removed.
+    ///
+    /// # Errors
+    /// A store failure (what was deleted before it stays deleted).
+    pub async fn delete_all(&self, tenant: &TenantId) -> Result<usize, ServiceError> {
+        let names: Vec<String> = self
+            .registry
+            .list(tenant)
+            .iter()
+            .filter_map(|versions| versions.first().map(|r| r.name.clone()))
+            .collect();
+        for name in &names {
+            match self.delete(tenant, name).await {
+                Ok(_) | Err(ServiceError::NotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(names.len())
+    }
+
+    /// What `tenant` holds in the store.
+    pub fn usage(&self, tenant: &TenantId) -> Usage {
+        self.registry.usage(tenant)
     }
 
     /// Find a method, ready for [`Service::invoke`].
@@ -243,13 +307,16 @@ impl Service {
         })
     }
 
-    /// Call a resolved method with `args` within `timeout` (zero: the server's default).
+    /// Call a resolved method of `caller` with `args` within `timeout` (zero: the server's
+    /// default), within the caller's quota.
     ///
     /// # Errors
-    /// INVALID_ARGUMENT when the args do not fit the signature; otherwise the guest's failure,
-    /// a refusal to admit the call, or a component that cannot be loaded.
+    /// INVALID_ARGUMENT when the args do not fit the signature; RESOURCE_EXHAUSTED past the
+    /// caller's rate; otherwise the guest's failure, a refusal to admit the call, or a component
+    /// that cannot be loaded.
     pub async fn invoke(
         &self,
+        caller: &Caller,
         method: &Resolved,
         args: Vec<Tensor>,
         timeout: Duration,
@@ -263,12 +330,33 @@ impl Service {
             started: Instant::now(),
             code: Some(Code::Cancelled),
         };
+        let quota = &caller.quota;
         let result = match registration.signature.check_args(&args) {
             Err(why) => Err(ServiceError::Arguments(why)),
-            Ok(()) => {
-                let deadline = self.runtime.config().deadline_for(timeout);
-                self.executor.execute(registration, args, deadline).await
-            }
+            Ok(()) => match self.rates.take(&caller.tenant, quota.calls_per_second) {
+                Err(retry_after) => Err(ServiceError::RateLimited {
+                    per_second: quota.calls_per_second,
+                    retry_after,
+                }),
+                Ok(()) => {
+                    let deadline = self
+                        .runtime
+                        .config()
+                        .deadline_for(timeout)
+                        .min(Duration::from_millis(quota.max_deadline_ms));
+                    let limits = CallLimits {
+                        deadline,
+                        memory: usize::try_from(quota.memory_per_call_mib << 20)
+                            .unwrap_or(usize::MAX),
+                        share: TenantShare {
+                            max_running: usize::try_from(quota.max_concurrent_calls)
+                                .unwrap_or(usize::MAX),
+                            max_queued: self.tenant_max_queued,
+                        },
+                    };
+                    self.executor.execute(registration, args, limits).await
+                }
+            },
         };
         record.code = result.as_ref().err().map(ServiceError::code);
         drop(record);

@@ -13,6 +13,8 @@ use serde_json::Value;
 #[derive(Clone)]
 pub struct Http {
     authority: String,
+    /// Sent with every request (an `Authorization` header, say).
+    headers: Vec<(String, String)>,
 }
 
 /// A response: status, headers (lower-cased names) and body.
@@ -67,7 +69,20 @@ impl Http {
                 .trim_start_matches("http://")
                 .trim_end_matches('/')
                 .to_owned(),
+            headers: Vec::new(),
         }
+    }
+
+    /// The same client, sending `name: value` with every request.
+    pub fn with_header(&self, name: &str, value: &str) -> Http {
+        let mut http = self.clone();
+        http.headers.push((name.to_owned(), value.to_owned()));
+        http
+    }
+
+    /// The same client, sending `Authorization: Bearer <key>`.
+    pub fn with_key(&self, key: &str) -> Http {
+        self.with_header("Authorization", &format!("Bearer {key}"))
     }
 
     /// Open a raw connection (for tests that misbehave on purpose).
@@ -97,6 +112,9 @@ impl Http {
         );
         if let Some(b) = body {
             head.push_str(&format!("Content-Length: {}\r\n", b.len()));
+        }
+        for (name, value) in &self.headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
         }
         head.push_str("\r\n");
         s.write_all(head.as_bytes())?;
