@@ -32,6 +32,9 @@ pub struct ServeOptions {
     pub drain_timeout: Duration,
     /// Serve TLS with this configuration (see `tls_config`); `None` serves cleartext.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Connections open at once; past it a new connection is closed at once (after a 503 on a
+    /// cleartext port), so a flood of idle connections cannot use up the process's descriptors.
+    pub max_connections: usize,
 }
 
 impl Default for ServeOptions {
@@ -40,9 +43,28 @@ impl Default for ServeOptions {
             header_read_timeout: Duration::from_secs(10),
             drain_timeout: Duration::from_secs(30),
             tls: None,
+            max_connections: 10_000,
         }
     }
 }
+
+/// HTTP/2 streams one connection may have open at once.
+const MAX_STREAMS_PER_CONNECTION: u32 = 1024;
+
+/// Streams a client may open and reset before the server has even accepted them (the "rapid
+/// reset" pattern); past it the connection is closed with GOAWAY, so resetting streams cannot
+/// cost the server more than it costs the client.
+const MAX_PENDING_RESET_STREAMS: usize = 20;
+
+/// Streams the server itself may reset (for a client's protocol errors) before closing the
+/// connection.
+const MAX_LOCAL_RESET_STREAMS: usize = 256;
+
+/// Bytes of headers one request may carry, over HTTP/1.1 and HTTP/2 alike.
+const MAX_HEADER_BYTES: u32 = 64 << 10;
+
+/// What a client past the connection cap reads before the server hangs up.
+const TOO_MANY_CONNECTIONS: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\nretry-after: 1\r\ncontent-length: 85\r\n\r\n{\"error\":{\"code\":\"UNAVAILABLE\",\"message\":\"the server has too many open connections\"}}";
 
 /// A TLS configuration from a PEM certificate chain (leaf first) and a PEM private key (PKCS#8,
 /// PKCS#1 or SEC1), offering h2 and HTTP/1.1 by ALPN. Uses the `ring` provider explicitly, so no
@@ -110,12 +132,17 @@ pub async fn serve_connections(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(options.header_read_timeout)
+        .max_buf_size(MAX_HEADER_BYTES as usize)
         .keep_alive(true);
     builder
         .http2()
         .timer(TokioTimer::new())
-        .max_concurrent_streams(1024)
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+        .max_pending_accept_reset_streams(MAX_PENDING_RESET_STREAMS)
+        .max_local_error_reset_streams(MAX_LOCAL_RESET_STREAMS)
+        .max_header_list_size(MAX_HEADER_BYTES)
         .keep_alive_interval(Some(Duration::from_secs(20)));
+    let connections = Arc::new(tokio::sync::Semaphore::new(options.max_connections));
     let builder = Arc::new(builder);
     let tls = options.tls.clone().map(TlsAcceptor::from);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
@@ -135,12 +162,29 @@ pub async fn serve_connections(
             }
         };
         let _ = stream.set_nodelay(true);
+        let Ok(slot) = connections.clone().try_acquire_owned() else {
+            tracing::debug!(%peer, "connection refused: at the connection cap");
+            let cleartext = tls.is_none();
+            tokio::spawn(async move {
+                if cleartext {
+                    use tokio::io::AsyncWriteExt as _;
+                    let mut stream = stream;
+                    let _ = tokio::time::timeout(
+                        Duration::from_secs(1),
+                        stream.write_all(TOO_MANY_CONNECTIONS),
+                    )
+                    .await;
+                }
+            });
+            continue;
+        };
         // Taken before the task starts, so shutdown also waits for a connection still in its
         // TLS handshake (which the header read timeout bounds).
         let watcher = graceful.watcher();
         let (builder, tls, app) = (builder.clone(), tls.clone(), app.clone());
         let handshake_timeout = options.header_read_timeout;
         tokio::spawn(async move {
+            let _slot = slot;
             match tls {
                 None => serve_connection(&builder, stream, app, watcher, peer).await,
                 Some(acceptor) => {

@@ -61,6 +61,9 @@ pub struct ServeSettings {
     /// Time a client may take to send a request body, in seconds.
     #[arg(long, env = "WASMRPC_BODY_TIMEOUT_S")]
     pub body_timeout_s: Option<u64>,
+    /// Connections open at once; past it new ones get a fast 503 and are closed.
+    #[arg(long, env = "WASMRPC_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
     /// Time shutdown waits for in-flight calls, in seconds.
     #[arg(long, env = "WASMRPC_DRAIN_TIMEOUT_S")]
     pub drain_timeout_s: Option<u64>,
@@ -125,6 +128,7 @@ impl ServeSettings {
             header_timeout_s,
             body_timeout_s,
             drain_timeout_s,
+            max_connections,
             pooling,
             tls_cert,
             tls_key,
@@ -204,6 +208,9 @@ impl ServeSettings {
         }
         if let Some(v) = self.drain_timeout_s {
             serve.drain_timeout = secs(v);
+        }
+        if let Some(v) = self.max_connections {
+            serve.max_connections = v.max(1);
         }
         serve.tls = match (&self.tls_cert, &self.tls_key) {
             (Some(cert), Some(key)) => Some(tls_config(cert, key)?),

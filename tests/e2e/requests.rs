@@ -179,3 +179,143 @@ fn http2_prior_knowledge_and_metrics_work() {
         "{metrics}"
     );
 }
+
+#[test]
+fn connections_past_the_cap_get_a_fast_503_and_the_server_recovers() {
+    let server = TestServer::start(&["--max-connections", "4"]);
+    let http = server.http();
+    // Four idle connections hold every slot.
+    let idle: Vec<_> = (0..4).map(|_| http.connect()).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    let r = http.try_request("GET", "/healthz", None);
+    match r {
+        Ok(r) => {
+            assert_eq!(r.status, 503, "{}", String::from_utf8_lossy(&r.body));
+            assert_eq!(r.code(), "UNAVAILABLE");
+        }
+        // The server may hang up before the request is even written: also a refusal.
+        Err(e) => assert!(
+            matches!(
+                e.kind(),
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+            ),
+            "{e}"
+        ),
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(idle);
+    // Slots come back as the idle connections close.
+    let started = Instant::now();
+    loop {
+        if let Ok(r) = http.try_request("GET", "/healthz", None)
+            && r.status == 200
+        {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the slots never came back"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// CPU seconds (user + system) from a `/proc/.../stat` line (fields 14 and 15, in clock ticks).
+fn cpu_seconds(stat_path: &str) -> f64 {
+    let stat = std::fs::read_to_string(stat_path).expect("reading /proc");
+    // The command name may hold spaces; the fields after its closing parenthesis do not.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .expect("a stat line")
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
+/// The HTTP/2 "rapid reset" pattern (CVE-2023-44487): open streams and reset them at once, as fast
+/// as possible. The server must close the connection (GOAWAY) rather than keep paying for each
+/// stream, spend no more CPU than the client, and keep serving.
+#[tokio::test(flavor = "current_thread")]
+async fn rapid_reset_streams_cost_the_server_no_more_than_the_client() {
+    let server = TestServer::start(&[]);
+    register(&server.http(), "add", "example-add", Some("add"));
+    let authority = server.url.trim_start_matches("http://").to_owned();
+    let server_stat = format!("/proc/{}/stat", server.pid());
+    let (server_before, client_before) = (
+        cpu_seconds(&server_stat),
+        cpu_seconds("/proc/thread-self/stat"),
+    );
+    let tcp = tokio::net::TcpStream::connect(&authority).await.unwrap();
+    let (mut client, connection) = h2::client::handshake(tcp).await.unwrap();
+    let driver = tokio::spawn(connection);
+    let started = Instant::now();
+    let mut sent = 0u32;
+    let mut ended = None;
+    while sent < 20_000 && started.elapsed() < Duration::from_secs(20) {
+        client = match client.ready().await {
+            Ok(c) => c,
+            Err(e) => {
+                ended = Some(e);
+                break;
+            }
+        };
+        let request = http::Request::post(format!("http://{authority}/v1/methods/add/call"))
+            .body(())
+            .unwrap();
+        match client.send_request(request, false) {
+            Ok((_response, mut stream)) => {
+                stream.send_reset(h2::Reason::CANCEL);
+                sent += 1;
+            }
+            Err(e) => {
+                ended = Some(e);
+                break;
+            }
+        }
+        if sent.is_multiple_of(64) {
+            tokio::task::yield_now().await;
+        }
+    }
+    // Let the frames reach the server and the connection wind down.
+    let _ = tokio::time::timeout(Duration::from_secs(5), driver).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let server_cpu = cpu_seconds(&server_stat) - server_before;
+    let client_cpu = cpu_seconds("/proc/thread-self/stat") - client_before;
+    println!(
+        "rapid reset: {sent} streams opened and reset; server CPU {server_cpu:.2} s, client CPU \
+         {client_cpu:.2} s; ended by {ended:?}"
+    );
+    // The server, not the client, ended it: GOAWAY with ENHANCE_YOUR_CALM.
+    let reason = ended.as_ref().and_then(h2::Error::reason);
+    assert_eq!(
+        reason,
+        Some(h2::Reason::ENHANCE_YOUR_CALM),
+        "{ended:?} after {sent} streams"
+    );
+    assert!(
+        server_cpu <= client_cpu * 2.0 + 0.5,
+        "the server spent {server_cpu:.2} s of CPU on {sent} reset streams, the client {client_cpu:.2} s"
+    );
+    let http = server.http();
+    let healthy = tokio::task::spawn_blocking(move || {
+        http.call(
+            "add",
+            json!([
+                tensor("int32", &[1], json!([1])),
+                tensor("int32", &[1], json!([2]))
+            ]),
+            0,
+        )
+        .status
+    })
+    .await
+    .unwrap();
+    assert_eq!(healthy, 200);
+}

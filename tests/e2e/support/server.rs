@@ -121,6 +121,11 @@ impl TestServer {
         });
     }
 
+    /// The server's process id (to read its CPU time or open files from `/proc`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// An HTTP/1.1 helper for this server.
     pub fn http(&self) -> Http {
         Http::new(&self.url)
