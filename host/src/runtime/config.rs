@@ -2,8 +2,11 @@
 
 use std::time::Duration;
 
-/// How often the epoch ticker advances; a guest past its deadline stops within about one tick.
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+/// How often the epoch ticker advances; a guest past its deadline stops within about one tick,
+/// and a running guest yields its worker thread at every tick. 2 ms rather than 10 keeps other
+/// tenants' latency close to its baseline while guests spin (see docs/limits.md); the ticker's
+/// own cost is one wake-up per tick.
+pub const EPOCH_TICK: Duration = Duration::from_millis(2);
 
 /// Limits and sizes of the sandbox. Each field is one named limit; see `docs/limits.md`.
 #[derive(Debug, Clone)]
