@@ -27,6 +27,7 @@ fn hostile_server() -> TestServer {
         "panic",
         "huge_output",
         "log_flood",
+        "flood_then_panic",
         "fail",
         "exit",
         "write_marker",
@@ -148,6 +149,29 @@ fn traps_are_internal_with_their_reason_and_the_next_call_works() {
         );
         assert_still_serving(&http);
     }
+}
+
+/// The guest log keeps only its first 64 KiB, but a trap's message shows the end of everything
+/// the guest wrote: the panic that follows a 1 MiB flood is what the caller reads.
+#[test]
+fn a_panic_after_a_flood_of_output_reaches_the_caller() {
+    let server = hostile_server();
+    let http = server.http();
+    let r = call(&http, "flood_then_panic", 0.0, 30_000);
+    assert_eq!(r.status, 500, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.code(), "INTERNAL");
+    let message = r.message();
+    assert!(
+        message.contains("guest panicked after a flood"),
+        "the panic text is missing from: {message}"
+    );
+    assert!(
+        r.header("x-request-id").is_none(),
+        "a guest's failure is not withheld"
+    );
+    // Still capped: the trap's reason plus at most 2 KiB of output, not the flood.
+    assert!(message.len() < 4096, "{} bytes", message.len());
+    assert_still_serving(&http);
 }
 
 /// WASI's `exit` is told apart by its error type, not its text: INTERNAL, with the status and the

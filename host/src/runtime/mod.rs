@@ -261,7 +261,9 @@ impl Runtime {
         drop(wit_args);
         let (text, dropped) = log.contents();
         if !text.is_empty() {
-            tracing::debug!(method, dropped_bytes = dropped, guest_log = %text.trim_end(), "guest log");
+            // The head, and after a flood also the end the head had no room for.
+            let end = log.dropped_end();
+            tracing::debug!(method, dropped_bytes = dropped, guest_log = %text.trim_end(), guest_log_end = %end, "guest log");
         }
         let outputs = match result {
             Ok(Ok(outputs)) => outputs,
@@ -384,7 +386,8 @@ impl Runtime {
                 cap: state.limiter.memory_cap(),
             };
         }
-        let guest_output = state.log.tail(2048);
+        // The end of everything written, not of the capped head: a panic message comes last.
+        let guest_output = state.log.tail(guest_log::TAIL_BYTES);
         if let Some(trap) = error.downcast_ref::<wasmtime::Trap>() {
             let reason = match trap {
                 wasmtime::Trap::StackOverflow => format!(

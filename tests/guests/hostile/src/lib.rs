@@ -12,6 +12,7 @@
 //! | `panic` | `panic!("guest panicked on purpose")` | INTERNAL |
 //! | `huge_output` | returns `x[0]` MiB of float32 zeros (256 MiB when `x` is 0 or empty) | RESOURCE_EXHAUSTED past the output cap |
 //! | `log_flood` | logs 100 000 lines of 1 KiB, prints as many to stdout and stderr, returns `x` | `x`, logs capped |
+//! | `flood_then_panic` | writes 1 MiB to stderr, then `panic!("guest panicked after a flood")` | INTERNAL, the message ending with the panic, not the flood's start |
 //! | `fail` | returns `failed-precondition` | FAILED_PRECONDITION |
 //! | `exit` | prints a line, then `std::process::exit(3)` | INTERNAL (the guest exited with status 1: WASI 0.2's `exit` carries only failure or success) |
 //! | `echo` | returns `x` | `x`: the component still works |
@@ -143,6 +144,21 @@ pub fn log_flood(x: Tensor<f32>) -> Tensor<f32> {
     x
 }
 
+/// Lines of 1 KiB `flood_then_panic` writes to stderr: 1 MiB, far past the host's 64 KiB log cap.
+const PANIC_FLOOD_LINES: usize = 1024;
+
+/// Writes 1 MiB to stderr, then panics with "guest panicked after a flood": the panic message
+/// comes last, after everything the host's capped log had no room for.
+#[wasmrpc_guest::method]
+pub fn flood_then_panic(x: Tensor<f32>) -> Tensor<f32> {
+    black_box(&x);
+    let line = "y".repeat(1023);
+    for _ in 0..PANIC_FLOOD_LINES {
+        eprintln!("{line}");
+    }
+    panic!("guest panicked after a flood")
+}
+
 /// Fails with `failed-precondition`: "precondition failed on purpose".
 #[wasmrpc_guest::method]
 pub fn fail(x: Tensor<f32>) -> Result<Tensor<f32>, Error> {
@@ -225,6 +241,7 @@ wasmrpc_guest::export!(
     panic,
     huge_output,
     log_flood,
+    flood_then_panic,
     fail,
     exit,
     echo,
@@ -251,6 +268,12 @@ mod tests {
     #[should_panic(expected = "guest panicked on purpose")]
     fn panic_panics() {
         panic(Tensor::scalar(0.0));
+    }
+
+    #[test]
+    #[should_panic(expected = "guest panicked after a flood")]
+    fn flood_then_panic_panics() {
+        flood_then_panic(Tensor::scalar(0.0));
     }
 
     #[test]
