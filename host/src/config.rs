@@ -58,7 +58,7 @@ pub struct ServeSettings {
     /// Time a client may take to send request headers, in seconds.
     #[arg(long, env = "WASMRPC_HEADER_TIMEOUT_S")]
     pub header_timeout_s: Option<u64>,
-    /// Time a client may take to send a request body, in seconds.
+    /// Time a client may take to send a whole request body, in seconds.
     #[arg(long, env = "WASMRPC_BODY_TIMEOUT_S")]
     pub body_timeout_s: Option<u64>,
     /// Connections open at once; past it new ones get a fast 503 and are closed.

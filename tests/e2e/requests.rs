@@ -143,6 +143,91 @@ fn slow_headers_are_cut_off_at_the_header_timeout() {
     );
 }
 
+/// Sends `method path` with headers announcing a 100-byte body, then trickles the body one byte a
+/// second (for at most 10 s, then goes quiet); returns how long after the headers the server
+/// answered or closed the connection, and what it sent.
+fn trickle_body(http: &crate::support::Http, method: &str, path: &str) -> (Duration, String) {
+    let mut s = http.connect();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
+    )
+    .unwrap();
+    let started = Instant::now();
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let mut writer = s.try_clone().unwrap();
+    let trickler = std::thread::spawn(move || {
+        for _ in 0..10 {
+            // One byte a second, until the reader is done (its sender drops) or the server hangs up.
+            if writer.write_all(b" ").is_err() {
+                return;
+            }
+            if !matches!(
+                stopped.recv_timeout(Duration::from_secs(1)),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+            ) {
+                return;
+            }
+        }
+    });
+    let mut buf = Vec::new();
+    // An error (a reset after the answer) still leaves what was read in `buf`.
+    let _ = s.read_to_end(&mut buf);
+    let took = started.elapsed();
+    drop(stop);
+    trickler.join().unwrap();
+    (took, String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// The body timeout bounds the whole body, not the silence between its bytes: a byte a second
+/// against `--body-timeout-s 2` is answered 408 DEADLINE_EXCEEDED and disconnected after about
+/// 2 s, for a call and an upload alike, and the server keeps serving.
+#[test]
+fn a_trickled_body_is_cut_off_at_the_body_timeout() {
+    let server = TestServer::start(&["--body-timeout-s", "2"]);
+    let http = server.http();
+    register(&http, "add", "example-add", Some("add"));
+    let trickled: Vec<_> = [
+        ("POST", "/v1/methods/add/call"),
+        ("PUT", "/v1/methods/trickled"),
+    ]
+    .into_iter()
+    .map(|(method, path)| {
+        let http = http.clone();
+        std::thread::spawn(move || (method, trickle_body(&http, method, path)))
+    })
+    .collect();
+    for t in trickled {
+        let (method, (took, answer)) = t.join().unwrap();
+        // The deadline counts from when the server starts reading the body; a debug build on a
+        // shared machine gets slack, but a timer reset by every byte would run to 10 s and more.
+        assert!(
+            took >= Duration::from_millis(1500) && took < Duration::from_secs(8),
+            "{method}: connection held for {took:?}"
+        );
+        assert!(
+            answer.starts_with("HTTP/1.1 408"),
+            "{method}: expected a 408 answer, got {answer:?}"
+        );
+        assert!(answer.contains("DEADLINE_EXCEEDED"), "{method}: {answer}");
+        assert!(
+            answer.contains("body read timeout of 2 s"),
+            "{method}: {answer}"
+        );
+    }
+    // Nothing was stored from the cut-off upload, and the server still serves.
+    assert_eq!(http.get("/v1/methods/trickled").status, 404);
+    let r = http.call(
+        "add",
+        json!([
+            tensor("int32", &[1], json!([1])),
+            tensor("int32", &[1], json!([2]))
+        ]),
+        0,
+    );
+    assert_eq!(r.json()["outputs"][0]["data"], json!([3]));
+}
+
 #[test]
 fn http2_prior_knowledge_and_metrics_work() {
     let server = softmax_server();

@@ -1,4 +1,7 @@
-//! Reading request bodies under a size limit, refusing oversized ones before reading past it.
+//! Reading request bodies under a size limit and a time limit, refusing oversized ones before
+//! reading past it and slow ones when the whole body has not arrived in time.
+
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::HeaderMap;
@@ -7,17 +10,20 @@ use wasmrpc_proto::Code;
 
 use super::error::ApiError;
 
-/// Read the whole body, at most `limit` bytes.
+/// Read the whole body, at most `limit` bytes, within `timeout` of starting to read it.
 ///
 /// A `Content-Length` over the limit is refused before any of the body is read; a body without
-/// one is cut off as soon as it passes the limit.
+/// one is cut off as soon as it passes the limit. The timeout bounds the whole body, not the
+/// silence between its frames: a client trickling a byte at a time is cut off all the same.
 ///
 /// # Errors
-/// 413 RESOURCE_EXHAUSTED over the limit; INVALID_ARGUMENT when the body cannot be read.
+/// 413 RESOURCE_EXHAUSTED over the limit; 408 DEADLINE_EXCEEDED (closing the connection) when
+/// the body is not all there in time; INVALID_ARGUMENT when the body cannot be read.
 pub async fn read_limited(
     headers: &HeaderMap,
     body: Body,
     limit: usize,
+    timeout: Duration,
 ) -> Result<Bytes, ApiError> {
     let declared = headers
         .get(axum::http::header::CONTENT_LENGTH)
@@ -26,7 +32,11 @@ pub async fn read_limited(
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(ApiError::body_too_large(limit));
     }
-    match http_body_util::Limited::new(body, limit).collect().await {
+    let read = http_body_util::Limited::new(body, limit).collect();
+    let Ok(read) = tokio::time::timeout(timeout, read).await else {
+        return Err(ApiError::body_timeout(timeout));
+    };
+    match read {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
             Err(ApiError::body_too_large(limit))

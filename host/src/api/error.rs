@@ -23,6 +23,9 @@ pub struct ApiError {
     http: Option<StatusCode>,
     /// A header the answer carries (`WWW-Authenticate` on a 401).
     header: Option<Box<(HeaderName, HeaderValue)>>,
+    /// Answer with `Connection: close`: the request's body was left unread, so the connection
+    /// cannot carry another request.
+    close: bool,
 }
 
 #[derive(Debug)]
@@ -42,6 +45,7 @@ impl ApiError {
             kind: Box::new(Kind::Status(Status::new(code, message))),
             http: None,
             header: None,
+            close: false,
         }
     }
 
@@ -51,6 +55,7 @@ impl ApiError {
             kind: Box::new(Kind::Status(Status::new(code, message))),
             http: Some(http),
             header: None,
+            close: false,
         }
     }
 
@@ -60,6 +65,7 @@ impl ApiError {
             kind: Box::new(Kind::Internal(error.to_string())),
             http: None,
             header: None,
+            close: false,
         }
     }
 
@@ -75,6 +81,7 @@ impl ApiError {
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Bearer"),
             ))),
+            close: false,
         }
     }
 
@@ -100,6 +107,22 @@ impl ApiError {
             format!("the request body is over the limit of {limit} bytes"),
         )
     }
+
+    /// A request body not all received within `timeout`: DEADLINE_EXCEEDED with HTTP 408, and
+    /// the connection closed (a client that slow is not worth keeping, and the rest of its body
+    /// would be read as the next request).
+    pub fn body_timeout(timeout: std::time::Duration) -> Self {
+        let mut e = ApiError::with_http(
+            Code::DeadlineExceeded,
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request body did not arrive within the body read timeout of {} s",
+                timeout.as_secs_f64()
+            ),
+        );
+        e.close = true;
+        e
+    }
 }
 
 impl From<ServiceError> for ApiError {
@@ -108,6 +131,7 @@ impl From<ServiceError> for ApiError {
             kind: Box::new(Kind::Service(e)),
             http: None,
             header: None,
+            close: false,
         }
     }
 }
@@ -170,6 +194,22 @@ impl IntoResponse for ApiError {
             tracing::debug!(code = %status.code(), message = %status.message(), "request refused");
         }
         let mut response = (http, Json(ErrorBody::from(status))).into_response();
+        if self.close {
+            // hyper ends an HTTP/1.1 connection after this response; HTTP/2 drops the header
+            // (only the stream ends there).
+            response.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                HeaderValue::from_static("close"),
+            );
+        }
+        if self.close {
+            // hyper ends an HTTP/1.1 connection after this response; HTTP/2 drops the header
+            // (only the stream ends there).
+            response.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                HeaderValue::from_static("close"),
+            );
+        }
         if let Some(id) = request_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
             response.headers_mut().insert(headers::REQUEST_ID, id);
         }

@@ -43,14 +43,17 @@ pub async fn register(
     // The tenant's quota, within the server's own limit: refused before the body is read past it.
     let server_limit = state.service.runtime().config().max_component_bytes;
     let quota = usize::try_from(caller.quota.max_component_bytes).unwrap_or(usize::MAX);
+    let timeout = state.limits.body_read_timeout;
     let bytes = if quota < server_limit {
-        read_limited(&headers, body, quota).await.map_err(|e| {
-            e.with_message_if_too_large(format!(
-                "the component is over the quota max_component_bytes ({quota})"
-            ))
-        })?
+        read_limited(&headers, body, quota, timeout)
+            .await
+            .map_err(|e| {
+                e.with_message_if_too_large(format!(
+                    "the component is over the quota max_component_bytes ({quota})"
+                ))
+            })?
     } else {
-        read_limited(&headers, body, server_limit).await?
+        read_limited(&headers, body, server_limit, timeout).await?
     };
     let (info, created) = state
         .service
@@ -109,7 +112,13 @@ pub async fn call(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let bytes = read_limited(&headers, body, state.limits.max_request_bytes).await?;
+    let bytes = read_limited(
+        &headers,
+        body,
+        state.limits.max_request_bytes,
+        state.limits.body_read_timeout,
+    )
+    .await?;
     // One pass over the body: each argument goes straight into its tensor. A body that is not a
     // call request is refused before the method is looked up; a bad argument after, so that its
     // message can name the argument.

@@ -35,7 +35,8 @@ pub const CLIENT_NAME_HEADER: HeaderName =
 pub struct HttpLimits {
     /// Largest call request body.
     pub max_request_bytes: usize,
-    /// Time a client may take to send a request's body.
+    /// Time a client may take to send a request's whole body, counted from when the handler
+    /// starts reading it (`body::read_limited`).
     pub body_read_timeout: Duration,
 }
 
@@ -61,7 +62,8 @@ pub struct AppState {
 
 /// The application: every route of the native API with its layers.
 pub fn router(state: AppState) -> Router {
-    let body_timeout = state.limits.body_read_timeout;
+    // No tower-http body timeout layer: it only bounds the silence between frames (a byte every
+    // few seconds keeps it happy forever). The handlers bound the whole body when they read it.
     // Everything but the health checks needs a key (when keys are configured), checked before
     // the handler runs, so before the body is read.
     let keyed = Router::new()
@@ -95,9 +97,6 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             count_client,
-        ))
-        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
-            body_timeout,
         ))
         .layer(
             TraceLayer::new_for_http()

@@ -35,8 +35,18 @@ impl From<DirectoryError> for ApiError {
     }
 }
 
-async fn read_json<T: DeserializeOwned>(headers: &HeaderMap, body: Body) -> Result<T, ApiError> {
-    let bytes = read_limited(headers, body, MAX_ADMIN_BODY).await?;
+async fn read_json<T: DeserializeOwned>(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<T, ApiError> {
+    let bytes = read_limited(
+        headers,
+        body,
+        MAX_ADMIN_BODY,
+        state.limits.body_read_timeout,
+    )
+    .await?;
     serde_json::from_slice(&bytes)
         .map_err(|e| ApiError::new(Code::InvalidArgument, format!("bad request body: {e}")))
 }
@@ -74,11 +84,12 @@ struct CreateTenant {
 
 /// `POST /v1/tenants` `{"name": "team-a"}`: 201 `{"name", "key", "key_id", "quota"}`.
 pub async fn create(
+    State(state): State<AppState>,
     Admin(directory): Admin,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let CreateTenant { name } = read_json(&headers, body).await?;
+    let CreateTenant { name } = read_json(&state, &headers, body).await?;
     let issued = directory.create(&name)?;
     tracing::info!(target: "audit", actor = "admin", action = "tenant.create", tenant = %name, key_id = %issued.key_id, "admin action");
     let answer = serde_json::json!({
@@ -146,7 +157,7 @@ pub async fn set_quota(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<TenantView>, ApiError> {
-    let patch: QuotaPatch = read_json(&headers, body).await?;
+    let patch: QuotaPatch = read_json(&state, &headers, body).await?;
     let info = directory.set_quota(&name, &patch)?;
     let settings = serde_json::to_string(&patch).unwrap_or_default();
     tracing::info!(target: "audit", actor = "admin", action = "tenant.quota", tenant = %name, settings = %settings, "admin action");
