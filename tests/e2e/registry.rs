@@ -88,14 +88,22 @@ fn methods_survive_a_restart_and_a_kill_9() {
     );
 }
 
+/// The kill -9 durability loop of the battery: 100 uploads at once, killed as soon as the first is
+/// acknowledged, restarted, checked; 20 cycles here, `WASMRPC_KILL9_CYCLES=100` for the long run
+/// (docs/operations.md).
 #[test]
 fn every_acknowledged_upload_survives_kill_9_during_concurrent_uploads() {
+    let cycles: usize = std::env::var("WASMRPC_KILL9_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
     let mut server = TestServer::start(&[]);
     let bytes = Arc::new(guest("example-add"));
-    for round in 0..2 {
+    let mut all_acknowledged = Vec::new();
+    for round in 0..cycles {
         let acknowledged = Arc::new(Mutex::new(Vec::new()));
         let http = server.http();
-        let threads: Vec<_> = (0..16)
+        let threads: Vec<_> = (0..100)
             .map(|i| {
                 let (http, bytes, acked) = (http.clone(), bytes.clone(), acknowledged.clone());
                 std::thread::spawn(move || {
@@ -120,18 +128,33 @@ fn every_acknowledged_upload_survives_kill_9_during_concurrent_uploads() {
             t.join().unwrap();
         }
         let http = server.http();
-        for name in acknowledged.lock().unwrap().iter() {
+        all_acknowledged.extend(acknowledged.lock().unwrap().drain(..));
+        for name in &all_acknowledged {
             let r = http.call(name, add_args(), 0);
             assert_eq!(
                 outputs(&r)[0],
                 tensor("int32", &[1], json!([5])),
-                "acknowledged {name} lost after kill -9"
+                "acknowledged {name} lost after kill -9 (cycle {round})"
+            );
+        }
+        // Whatever was registered, acknowledged or not, has its blob and runs.
+        let listed = http.get("/v1/methods").json();
+        for m in listed["methods"].as_array().expect("methods") {
+            let name = m["name"].as_str().unwrap();
+            assert_eq!(
+                http.call(name, add_args(), 0).status,
+                200,
+                "{name} is registered without a working blob (cycle {round})"
             );
         }
         let blobs = server.data_dir().join("blobs/tmp");
         let leftovers = std::fs::read_dir(&blobs).map(|d| d.count()).unwrap_or(0);
         assert_eq!(leftovers, 0, "temp files left in {}", blobs.display());
     }
+    println!(
+        "kill -9 loop: {cycles} cycles, {} acknowledged uploads, all present",
+        all_acknowledged.len()
+    );
 }
 
 /// Copy a directory tree (the fixture is read-only input; the server takes a lock and writes).
