@@ -294,18 +294,33 @@ fn clients_that_disconnect_mid_call_leave_no_busy_slot_behind() {
     register(&http, "spin", "guest-hostile", Some("spin"));
     register(&http, "hostile", "guest-hostile", Some("echo"));
     let body = json!({ "args": [scalar_f32(0.0)], "timeout_ms": 30_000 }).to_string();
-    for _ in 0..200 {
-        use std::io::Write as _;
-        let mut s = http.connect();
-        write!(
-            s,
-            "POST /v1/methods/spin/call HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
-        // Hang up while the guest spins.
-        std::thread::sleep(Duration::from_millis(5));
-        drop(s);
+    // The battery's 10 000 disconnects, from 20 clients at once.
+    let total: usize = std::env::var("WASMRPC_DISCONNECTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let clients: Vec<_> = (0..20)
+        .map(|c| {
+            let (http, body) = (http.clone(), body.clone());
+            std::thread::spawn(move || {
+                use std::io::Write as _;
+                for _ in (c..total).step_by(20) {
+                    let mut s = http.connect();
+                    write!(
+                        s,
+                        "POST /v1/methods/spin/call HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    )
+                    .unwrap();
+                    // Hang up while the guest spins (or waits for one of the 4 slots).
+                    std::thread::sleep(Duration::from_millis(2));
+                    drop(s);
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
     }
     // Had any of the 200 abandoned calls kept its slot, 4 slots would be busy for 30 s and this
     // call would wait past its own deadline.

@@ -670,3 +670,29 @@ fn a_tenant_flooding_its_quota_with_slow_calls_barely_moves_another_tenants_p99(
         "p99 went from {baseline:?} to {flooded:?}"
     );
 }
+
+/// The battery's marker test across tenants: what one tenant's call leaves in memory, another
+/// tenant's fresh instance never sees (even on the pooling allocator's reused slots).
+#[test]
+fn one_tenants_memory_never_reaches_another_tenants_call() {
+    let keyed = Keyed::start(&[]);
+    let (a, _) = keyed.tenant("team-a");
+    let (b, _) = keyed.tenant("team-b");
+    assert_eq!(
+        put(&a, "/v1/methods/write?export=write_marker", "guest-hostile").status,
+        201
+    );
+    assert_eq!(
+        put(&b, "/v1/methods/scan?export=scan_marker", "guest-hostile").status,
+        201
+    );
+    for _ in 0..5 {
+        outputs(&a.call("write", json!([scalar_f32(0.0)]), 0));
+        let r = b.call("scan", json!([scalar_f32(0.0)]), 0);
+        assert_eq!(
+            outputs(&r)[0]["data"],
+            json!([0]),
+            "team-a's marker reached team-b"
+        );
+    }
+}
