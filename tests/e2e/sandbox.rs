@@ -322,7 +322,7 @@ fn clients_that_disconnect_mid_call_leave_no_busy_slot_behind() {
     for c in clients {
         c.join().unwrap();
     }
-    // Had any of the 200 abandoned calls kept its slot, 4 slots would be busy for 30 s and this
+    // Had any of the abandoned calls kept its slot, 4 slots would be busy for 30 s and this
     // call would wait past its own deadline.
     let started = Instant::now();
     let r = http.call("hostile", json!([scalar_f32(1.0)]), 3000);
