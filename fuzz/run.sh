@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Build and run every fuzz target (cargo fuzz, on the nightly toolchain) for SECONDS each.
+#
+#   bash fuzz/run.sh          # 300 s a target: the long run
+#   bash fuzz/run.sh 20       # the short pass .ci/run makes
+#
+# Seeds: the golden wire examples (proto/tests/golden). New inputs collect in fuzz/corpus/<target>;
+# a crash is saved under fuzz/artifacts/<target>/ and fails the run.
+set -euo pipefail
+cd "$(dirname "$0")"
+seconds=${1:-300}
+tools="$(pwd)/../target/tools"
+export PATH="$tools/bin:$PATH"
+if ! command -v cargo-fuzz >/dev/null; then
+    echo "fuzz: installing cargo-fuzz into $tools"
+    cargo install cargo-fuzz --locked --root "$tools"
+fi
+rustup toolchain list | grep -q '^nightly' || {
+    echo "fuzz: cargo fuzz needs the nightly toolchain (rustup toolchain install nightly)" >&2
+    exit 1
+}
+golden=../proto/tests/golden
+for target in tensor_json call_request; do
+    mkdir -p "corpus/$target"
+    echo "fuzz: $target for ${seconds} s"
+    cargo +nightly fuzz run "$target" "corpus/$target" "$golden/canonical" "$golden/accepted" \
+        "$golden/refused" -- -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1
+done
