@@ -154,6 +154,7 @@ impl Runtime {
     /// forbidden import (named), the wrong world, a compile past its time limit.
     pub async fn compile(&self, bytes: Arc<Vec<u8>>) -> Result<Compiled, UploadError> {
         validate::check_bytes(&bytes, self.config.max_component_bytes)?;
+        validate::check_code_limits(&bytes)?;
         let compiling = self
             .compile_slots
             .clone()

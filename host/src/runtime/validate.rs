@@ -45,6 +45,10 @@ pub enum UploadError {
     /// Does not implement the `wasmrpc:tensor` world.
     #[error("the component does not implement the `wasmrpc:tensor/method@0.1.0` exports: {0}")]
     WrongWorld(String),
+    /// The code is too large to compile within the server's budget (too many functions, a
+    /// function body or its locals over their limits).
+    #[error("the component is too complex to compile here: {0}")]
+    TooComplex(String),
     /// Compilation ran past its time limit.
     #[error("compiling the component took longer than the limit of {} s", .0.as_secs())]
     CompileTimeout(Duration),
@@ -122,6 +126,65 @@ pub fn check_bytes(bytes: &[u8], limit: usize) -> Result<(), UploadError> {
         return Err(UploadError::Invalid(
             "unsupported wasm version or layer in the preamble".into(),
         ));
+    }
+    Ok(())
+}
+
+/// Functions one core module of a component may define. Compile time and memory grow with the
+/// code; these static limits refuse a pathological component before the compiler sees it.
+pub const MAX_FUNCTIONS_PER_MODULE: u64 = 50_000;
+/// Functions all the core modules of one component may define together.
+pub const MAX_FUNCTIONS: u64 = 100_000;
+/// Bytes of one function's body (a Rust function of a real program stays far below).
+pub const MAX_FUNCTION_BODY_BYTES: usize = 512 << 10;
+/// Locals one function may declare.
+pub const MAX_LOCALS_PER_FUNCTION: u64 = 10_000;
+
+/// Refuse code whose size alone would make compiling it take too long or too much memory: too
+/// many functions, a function body too large, too many locals. Reads the component without
+/// compiling it (malformed bytes are left to the compiler to describe).
+pub fn check_code_limits(bytes: &[u8]) -> Result<(), UploadError> {
+    use wasmparser::{Parser, Payload};
+    let mut total: u64 = 0;
+    for payload in Parser::new(0).parse_all(bytes) {
+        let Ok(payload) = payload else {
+            return Ok(());
+        };
+        match payload {
+            Payload::FunctionSection(reader) => {
+                let count = u64::from(reader.count());
+                total += count;
+                if count > MAX_FUNCTIONS_PER_MODULE || total > MAX_FUNCTIONS {
+                    return Err(UploadError::TooComplex(format!(
+                        "it defines {} functions in one module ({total} in all); the limits are \
+                         {MAX_FUNCTIONS_PER_MODULE} per module and {MAX_FUNCTIONS} in all",
+                        count
+                    )));
+                }
+            }
+            Payload::CodeSectionEntry(body) => {
+                let size = body.range().len();
+                if size > MAX_FUNCTION_BODY_BYTES {
+                    return Err(UploadError::TooComplex(format!(
+                        "a function body is {size} bytes; the limit is {MAX_FUNCTION_BODY_BYTES}"
+                    )));
+                }
+                let mut locals: u64 = 0;
+                if let Ok(reader) = body.get_locals_reader() {
+                    for local in reader {
+                        let Ok((count, _)) = local else { break };
+                        locals += u64::from(count);
+                    }
+                }
+                if locals > MAX_LOCALS_PER_FUNCTION {
+                    return Err(UploadError::TooComplex(format!(
+                        "a function declares {locals} locals; the limit is \
+                         {MAX_LOCALS_PER_FUNCTION}"
+                    )));
+                }
+            }
+            _ => {}
+        }
     }
     Ok(())
 }
@@ -207,5 +270,61 @@ mod tests {
             Err(UploadError::TooLarge { size: 101, .. })
         ));
         assert!(check_bytes(&COMPONENT_PREAMBLE, 100).is_ok());
+    }
+
+    /// A component holding one core module with one function of `body` instruction bytes and
+    /// `locals` i32 locals.
+    fn component_with_function(locals: u32, body: &[u8]) -> Vec<u8> {
+        fn leb(mut n: usize, out: &mut Vec<u8>) {
+            loop {
+                let byte = (n & 0x7f) as u8;
+                n >>= 7;
+                if n == 0 {
+                    out.push(byte);
+                    break;
+                }
+                out.push(byte | 0x80);
+            }
+        }
+        fn section(id: u8, content: &[u8], out: &mut Vec<u8>) {
+            out.push(id);
+            leb(content.len(), out);
+            out.extend_from_slice(content);
+        }
+        let mut func = Vec::new();
+        leb(1, &mut func); // one group of locals
+        leb(locals as usize, &mut func);
+        func.push(0x7f); // i32
+        func.extend_from_slice(body);
+        func.push(0x0b); // end
+        let mut code = Vec::new();
+        leb(1, &mut code);
+        leb(func.len(), &mut code);
+        code.extend_from_slice(&func);
+        let mut module = CORE_PREAMBLE.to_vec();
+        section(1, &[0x01, 0x60, 0x00, 0x00], &mut module); // one type: [] -> []
+        section(3, &[0x01, 0x00], &mut module); // one function of type 0
+        section(10, &code, &mut module);
+        let mut component = COMPONENT_PREAMBLE.to_vec();
+        section(1, &module, &mut component); // a core module section
+        component
+    }
+
+    #[test]
+    fn code_too_large_to_compile_is_refused_before_compiling() {
+        assert!(check_code_limits(&component_with_function(10, &[0x01; 100])).is_ok());
+        let huge_body = component_with_function(1, &vec![0x01; MAX_FUNCTION_BODY_BYTES + 1]);
+        let err = check_code_limits(&huge_body).unwrap_err().to_string();
+        assert!(
+            err.contains("function body") && err.contains("524288"),
+            "{err}"
+        );
+        let many_locals = component_with_function(40_000, &[0x01]);
+        let err = check_code_limits(&many_locals).unwrap_err().to_string();
+        assert!(err.contains("40000 locals"), "{err}");
+        assert_eq!(
+            UploadError::TooComplex(String::new()).code(),
+            Code::InvalidArgument
+        );
     }
 }
