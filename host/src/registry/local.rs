@@ -373,8 +373,13 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// A redb error, keeping an I/O failure (a full disk, too many open files) as one, so it can be
+/// told apart by its kind rather than its text.
 fn db_err(e: impl Into<redb::Error>) -> RegistryError {
-    RegistryError::Database(e.into().to_string())
+    match e.into() {
+        redb::Error::Io(io) => RegistryError::Io(io),
+        other => RegistryError::Database(other.to_string()),
+    }
 }
 
 #[async_trait::async_trait]
