@@ -166,3 +166,86 @@ fn a_corrupted_blob_is_detected_on_load_and_never_run() {
     );
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
 }
+
+/// `component` made distinct by a custom section carrying `n`: a component custom section is id 0,
+/// the section's size and then a name and a payload, so the digest changes and the component
+/// stays valid.
+fn with_custom_section(component: &[u8], n: usize) -> Vec<u8> {
+    fn leb128(mut v: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+    let name = b"wasmrpc-e2e";
+    let payload = n.to_string();
+    let mut section = Vec::new();
+    leb128(name.len(), &mut section);
+    section.extend_from_slice(name);
+    section.extend_from_slice(payload.as_bytes());
+    let mut out = component.to_vec();
+    out.push(0);
+    leb128(section.len(), &mut out);
+    out.extend_from_slice(&section);
+    out
+}
+
+/// Open descriptors of a process.
+#[cfg(target_os = "linux")]
+fn open_files(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("listing the server's descriptors")
+        .count()
+}
+
+/// Serving many methods must not take a file descriptor each (wasmtime's copy-on-write memory
+/// image is a memfd per module): under the usual limit of 1024, or 256 in a container, uploads
+/// would start failing after a few hundred components.
+#[cfg(target_os = "linux")]
+#[test]
+fn distinct_components_do_not_each_keep_a_file_open() {
+    let server = TestServer::start(&[]);
+    let http = server.http();
+    let add = guest("example-add");
+    // One upload first, so whatever the store opens once is open before counting.
+    let r = http.put(
+        "/v1/methods/first?export=add",
+        &with_custom_section(&add, 0),
+    );
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let before = open_files(server.pid());
+    let mut digests = std::collections::HashSet::new();
+    for n in 1..=50 {
+        let r = http.put(
+            &format!("/v1/methods/distinct-{n}?export=add"),
+            &with_custom_section(&add, n),
+        );
+        assert_eq!(r.status, 201, "{n}: {}", String::from_utf8_lossy(&r.body));
+        digests.insert(r.json()["digest"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(digests.len(), 50, "the components are distinct");
+    let after = open_files(server.pid());
+    assert!(
+        after < before + 10,
+        "50 distinct components took {} more open files ({before} before, {after} after)",
+        after.saturating_sub(before)
+    );
+    // And every one of them still runs.
+    for n in [1, 25, 50] {
+        let r = http.call(
+            &format!("distinct-{n}"),
+            json!([
+                {"dtype": "int32", "shape": [1], "data": [n]},
+                {"dtype": "int32", "shape": [1], "data": [1]}
+            ]),
+            0,
+        );
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        assert_eq!(r.json()["outputs"][0]["data"], json!([n + 1]));
+    }
+}

@@ -20,7 +20,12 @@ pub fn engine_config(config: &RuntimeConfig) -> Config {
     c.wasm_component_model(true)
         .epoch_interruption(true)
         .max_wasm_stack(config.max_wasm_stack)
-        .async_stack_size(async_stack_size(config));
+        .async_stack_size(async_stack_size(config))
+        // No copy-on-write memory images: each one is a memfd held open for as long as its
+        // module lives, so every registered component would cost a file descriptor and a few
+        // hundred components would exhaust the process's limit. Data segments are copied at
+        // instantiation instead (see docs/benchmarks.md for what that costs per call).
+        .memory_init_cow(false);
     if config.pooling {
         // Slots for every running call, plus a few for registrations' signatures() calls.
         let instances = config.max_concurrent_calls as u32 + 4;
