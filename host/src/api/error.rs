@@ -178,6 +178,10 @@ impl IntoResponse for ApiError {
                     )));
                 }
                 let code = e.code();
+                if let Some(what) = e.server_ran_out_of() {
+                    // Not a server error by its status, but the operator has to act on it.
+                    tracing::warn!(error = %e, "the server ran out of {what}");
+                }
                 match e.public_message() {
                     Some(message) => Status::new(code, message),
                     None => Status::new(code, withheld(&e, &mut request_id)),

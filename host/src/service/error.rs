@@ -3,7 +3,9 @@
 //!
 //! A client sees its own mistakes and the guest's failure (trap reason, log tail); a store's,
 //! a join's or the engine's own text is the server's business: [`ServiceError::public_message`]
-//! withholds it, and the API logs it with a request id instead.
+//! withholds it, and the API logs it with a request id instead. The server running out of a
+//! resource while storing (disk space, quota, open files) is neither: it is RESOURCE_EXHAUSTED,
+//! saying what ran out, without the store's own text.
 
 use std::time::Duration;
 
@@ -97,6 +99,7 @@ impl ServiceError {
             | ServiceError::Store(RegistryError::Corrupt { .. } | RegistryError::MissingBlob(_)) => {
                 Code::Unavailable
             }
+            ServiceError::Store(_) if self.server_ran_out_of().is_some() => Code::ResourceExhausted,
             ServiceError::Store(_) => Code::Internal,
         }
     }
@@ -113,9 +116,35 @@ impl ServiceError {
         }
     }
 
+    /// What the server itself ran out of (disk space, a disk quota, open files) when that is why
+    /// the store failed: not a fault in the server, and not the client's doing, but worth a retry
+    /// later and the operator's attention.
+    pub fn server_ran_out_of(&self) -> Option<&'static str> {
+        /// `EMFILE`, the same on Linux and the BSDs: this process has its limit of descriptors.
+        const TOO_MANY_OPEN_FILES: i32 = 24;
+        /// `ENFILE`: the whole system has its limit of open files.
+        const TOO_MANY_OPEN_FILES_IN_SYSTEM: i32 = 23;
+        let ServiceError::Store(RegistryError::Io(e)) = self else {
+            return None;
+        };
+        match (e.kind(), e.raw_os_error()) {
+            (std::io::ErrorKind::StorageFull, _) => Some("disk space"),
+            (std::io::ErrorKind::QuotaExceeded, _) => Some("its disk quota"),
+            (_, Some(TOO_MANY_OPEN_FILES)) => Some("open files (its per-process limit)"),
+            (_, Some(TOO_MANY_OPEN_FILES_IN_SYSTEM)) => Some("open files (the system's limit)"),
+            _ => None,
+        }
+    }
+
     /// What a client may be told, or `None` when the failure is the server's own and its text
     /// (a store's, a join's, the engine's) must stay in the server's log.
     pub fn public_message(&self) -> Option<String> {
+        if let Some(what) = self.server_ran_out_of() {
+            // Said in the server's own words: the store's text may name paths.
+            return Some(format!(
+                "the server ran out of {what} while storing; nothing was stored, try again later"
+            ));
+        }
         let host_fault = match self {
             ServiceError::Upload(e) => e.is_host_fault(),
             ServiceError::Guest(f) => f.is_host_fault(),
@@ -188,6 +217,38 @@ mod tests {
         let corrupt = ServiceError::Store(RegistryError::MissingBlob(Digest([7; 32])));
         assert_eq!(corrupt.code(), Code::Unavailable);
         assert!(corrupt.public_message().is_some());
+    }
+
+    #[test]
+    fn running_out_of_disk_or_files_is_resource_exhausted_saying_what_ran_out() {
+        let cases = [
+            (
+                std::io::Error::from(std::io::ErrorKind::StorageFull),
+                "disk space",
+            ),
+            (
+                std::io::Error::from(std::io::ErrorKind::QuotaExceeded),
+                "disk quota",
+            ),
+            (std::io::Error::from_raw_os_error(24), "open files"),
+            (std::io::Error::from_raw_os_error(23), "open files"),
+        ];
+        for (io, what) in cases {
+            let text = io.to_string();
+            let e = ServiceError::Store(RegistryError::Io(io));
+            assert_eq!(e.code(), Code::ResourceExhausted, "{text}");
+            let shown = e.public_message().expect("shown, not withheld");
+            assert!(shown.contains(what), "{text}: {shown}");
+            assert!(shown.contains("ran out of"), "{shown}");
+        }
+        // Any other I/O failure stays INTERNAL and withheld.
+        let other = ServiceError::Store(RegistryError::Io(std::io::Error::from(
+            std::io::ErrorKind::PermissionDenied,
+        )));
+        assert_eq!(
+            (other.code(), other.public_message()),
+            (Code::Internal, None)
+        );
     }
 
     #[test]
