@@ -1,6 +1,7 @@
 //! Bad uploads get a clear INVALID_ARGUMENT (or 413) and store nothing.
 
 use std::io::Write;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
@@ -248,4 +249,93 @@ fn distinct_components_do_not_each_keep_a_file_open() {
         assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
         assert_eq!(r.json()["outputs"][0]["data"], json!([n + 1]));
     }
+}
+
+/// A component whose one core function takes many seconds to compile (about 20 s on a 2-core CI
+/// machine in 2026): 80,000 blocks, each adding two of 200 i64 locals and branching on the sum,
+/// keep Cranelift's register allocator busy. Validation and compilation only: it exports
+/// nothing, so it would be refused after compiling anyway.
+fn slow_to_compile() -> Vec<u8> {
+    const LOCALS: usize = 200;
+    const BLOCKS: usize = 80_000;
+    let mut text = String::from("(component (core module (func (result i64) (local");
+    text.push_str(&" i64".repeat(LOCALS));
+    text.push(')');
+    for i in 0..BLOCKS {
+        let (a, b, c) = (
+            (i * 7) % LOCALS,
+            (i * 13 + 1) % LOCALS,
+            (i * 31 + 2) % LOCALS,
+        );
+        text.push_str(&format!(
+            "(block (br_if 0 (i64.eqz (local.tee {c} (i64.add (local.get {a}) (local.get {b}))))))"
+        ));
+    }
+    // Every local stays live to the end.
+    text.push_str("(i64.const 0)");
+    for l in 0..LOCALS {
+        text.push_str(&format!("(i64.add (local.get {l}))"));
+    }
+    text.push_str(")))");
+    wat::parse_str(&text).expect("the slow component is valid text")
+}
+
+/// A compile past its timeout cannot be stopped, but it frees its slot at once: two slow
+/// uploads that time out leave the next upload nothing to wait for. Abandoned compiles still
+/// running are bounded: with both slots' worth of them and two more, a new upload is refused at
+/// once with UNAVAILABLE instead of queueing behind them.
+#[test]
+fn compiles_past_their_timeout_free_their_slots_and_are_bounded() {
+    let server = TestServer::start(&["--compile-timeout-s", "1"]);
+    let http = server.http();
+    let slow = slow_to_compile();
+    // Distinct bytes, so that nothing could share one compile between the uploads.
+    let slow: Vec<Vec<u8>> = (0..4).map(|n| with_custom_section(&slow, n)).collect();
+    let upload_slow = |names: std::ops::Range<usize>| {
+        let handles: Vec<_> = names
+            .map(|n| {
+                let (http, bytes) = (http.clone(), slow[n].clone());
+                std::thread::spawn(move || http.put(&format!("/v1/methods/slow-{n}"), &bytes))
+            })
+            .collect();
+        for h in handles {
+            let r = h.join().unwrap();
+            assert_eq!(r.status, 504, "{}", String::from_utf8_lossy(&r.body));
+            assert_eq!(r.code(), "DEADLINE_EXCEEDED");
+        }
+    };
+    // Two slow compiles take both slots and time out; they go on compiling in the background.
+    upload_slow(0..2);
+    // Before the fix this upload waited until both had really ended (20 s and more here).
+    let started = Instant::now();
+    let r = http.put("/v1/methods/add?export=add", &guest("example-add"));
+    let took = started.elapsed();
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert!(
+        took < Duration::from_secs(8),
+        "a small upload waited {took:?} behind abandoned compiles"
+    );
+    // Two more time out: four abandoned compiles now hold every compile thread.
+    upload_slow(2..4);
+    let started = Instant::now();
+    let r = http.put("/v1/methods/add2?export=add", &guest("example-add"));
+    let took = started.elapsed();
+    assert_eq!(r.status, 503, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.code(), "UNAVAILABLE");
+    assert!(
+        r.message().contains("busy finishing 4 compiles"),
+        "{}",
+        r.message()
+    );
+    assert!(took < Duration::from_secs(2), "refused after {took:?}");
+    // Calls are not compiles: the server still serves what it has.
+    let r = http.call(
+        "add",
+        json!([
+            {"dtype": "int32", "shape": [1], "data": [1]},
+            {"dtype": "int32", "shape": [1], "data": [2]}
+        ]),
+        0,
+    );
+    assert_eq!(r.json()["outputs"][0]["data"], json!([3]));
 }

@@ -25,7 +25,13 @@ pub fn engine_config(config: &RuntimeConfig) -> Config {
         // module lives, so every registered component would cost a file descriptor and a few
         // hundred components would exhaust the process's limit. Data segments are copied at
         // instantiation instead (see docs/benchmarks.md for what that costs per call).
-        .memory_init_cow(false);
+        .memory_init_cow(false)
+        // Each compile on its own thread, not on rayon's shared pool: a compile abandoned past
+        // its timeout cannot be stopped, and on the pool its functions would hold the pool's
+        // workers and make every later compile queue behind them. On its own thread it only
+        // holds that thread, whose priority is lowered (`runtime/compiles.rs`). Two compiles
+        // still run at once (`COMPILES_AT_ONCE`).
+        .parallel_compilation(false);
     if config.pooling {
         // Slots for every running call, plus a few for registrations' signatures() calls.
         let instances = config.max_concurrent_calls as u32 + 4;

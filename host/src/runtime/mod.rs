@@ -8,6 +8,7 @@
 //! whoever calls it holds a slot from [`crate::admission`].
 
 mod bindings;
+mod compiles;
 pub mod config;
 mod convert;
 mod epoch;
@@ -21,7 +22,6 @@ mod validate;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::Semaphore;
 use wasmrpc_proto::{Code, MethodSignature, Tensor};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store, UpdateDeadline};
@@ -31,6 +31,7 @@ pub use failure::GuestFailure;
 pub use validate::UploadError;
 
 use bindings::TensorFunctionPre;
+use compiles::{ABANDONED_COMPILES_MAX, COMPILES_AT_ONCE, CompileGate, CompilePermit, GateError};
 use epoch::EpochTicker;
 use limits::CallLimiter;
 use sandbox::CallState;
@@ -82,10 +83,6 @@ impl Module {
     }
 }
 
-/// Components compiled at once; more uploads wait. Compiling is CPU-bound and cannot be
-/// interrupted, so this bounds how much of the machine uploads can take from calls.
-const COMPILES_AT_ONCE: usize = 2;
-
 /// Marker error raised by the epoch callback when a call's deadline has passed.
 #[derive(Debug)]
 struct DeadlinePassed;
@@ -103,7 +100,7 @@ pub struct Runtime {
     engine: Engine,
     linker: Linker<CallState>,
     config: RuntimeConfig,
-    compile_slots: Arc<Semaphore>,
+    compiles: CompileGate,
     _ticker: EpochTicker,
 }
 
@@ -136,7 +133,7 @@ impl Runtime {
         Ok(Runtime {
             engine,
             linker,
-            compile_slots: Arc::new(Semaphore::new(COMPILES_AT_ONCE)),
+            compiles: CompileGate::new(COMPILES_AT_ONCE, ABANDONED_COMPILES_MAX),
             config,
             _ticker: ticker,
         })
@@ -151,33 +148,50 @@ impl Runtime {
     ///
     /// # Errors
     /// [`UploadError`] saying what is wrong: not wasm, a core module, a precompiled artifact, a
-    /// forbidden import (named), the wrong world, a compile past its time limit.
+    /// forbidden import (named), the wrong world, a compile past its time limit, or too many
+    /// abandoned compiles still running ([`UploadError::CompilesBusy`]).
     pub async fn compile(&self, bytes: Arc<Vec<u8>>) -> Result<Compiled, UploadError> {
         validate::check_bytes(&bytes, self.config.max_component_bytes)?;
         validate::check_code_limits(&bytes)?;
-        let compiling = self
-            .compile_slots
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| UploadError::Internal("runtime is shutting down".into()))?;
+        let CompilePermit { slot, thread } = self.compiles.enter().await.map_err(|e| match e {
+            GateError::Closed => UploadError::Internal("runtime is shutting down".into()),
+            GateError::Busy { abandoned } => UploadError::CompilesBusy { abandoned },
+        })?;
         let engine = self.engine.clone();
         let source = bytes.clone();
-        // The slot goes with the compile: one that outlives its timeout keeps holding it, so
-        // abandoned compiles can never pile up past the limit.
-        let compile = tokio::task::spawn_blocking(move || {
-            let component = Component::new(&engine, &source[..]);
-            drop(compiling);
-            component
-        });
-        let component = match tokio::time::timeout(self.config.compile_timeout, compile).await {
+        let priority = compiles::Priority::default();
+        let lowered = priority.clone();
+        let (done, compiled) = tokio::sync::oneshot::channel();
+        // A thread of its own, not tokio's blocking pool: an abandoned compile's thread gets a
+        // lower priority, which it could not give back before returning to a pool. The thread
+        // permit goes with the compile, which cannot be interrupted: one that outlives its
+        // timeout keeps it until it really ends, so abandoned compiles cannot pile up.
+        std::thread::Builder::new()
+            .name("wasmrpc-compile".into())
+            .spawn(move || {
+                lowered.started();
+                let component = Component::new(&engine, &source[..]);
+                drop(thread);
+                let _ = done.send(component);
+            })
+            .map_err(|e| UploadError::Internal(format!("starting a compile thread: {e}")))?;
+        let component = match tokio::time::timeout(self.config.compile_timeout, compiled).await {
             Err(_) => {
+                // Nobody waits for this compile any more: its slot is free for the next one now,
+                // and it only gets CPU time that calls and live compiles leave over.
+                drop(slot);
+                priority.abandon();
                 return Err(UploadError::CompileTimeout(self.config.compile_timeout));
             }
-            Ok(Err(join)) => return Err(UploadError::Internal(join.to_string())),
+            Ok(Err(_)) => {
+                return Err(UploadError::Internal(
+                    "the compile thread ended without a result".into(),
+                ));
+            }
             Ok(Ok(Err(e))) => return Err(UploadError::Invalid(format!("{e:#}"))),
             Ok(Ok(Ok(c))) => c,
         };
+        drop(slot);
         validate::check_imports(&component, &self.engine)?;
         let instance_pre = self
             .linker

@@ -52,6 +52,15 @@ pub enum UploadError {
     /// Compilation ran past its time limit.
     #[error("compiling the component took longer than the limit of {} s", .0.as_secs())]
     CompileTimeout(Duration),
+    /// Compiles abandoned past their timeout (which cannot be interrupted) hold every compile
+    /// thread: not the component's fault, and worth retrying (UNAVAILABLE).
+    #[error(
+        "the server is busy finishing {abandoned} compiles that ran past their time limit; try again later"
+    )]
+    CompilesBusy {
+        /// Abandoned compiles still running.
+        abandoned: usize,
+    },
     /// The component's `signatures()` failed.
     #[error("asking the component for its signatures failed: {0}")]
     Signatures(GuestFailure),
@@ -78,6 +87,7 @@ impl UploadError {
         match self {
             UploadError::TooLarge { .. } => Code::ResourceExhausted,
             UploadError::CompileTimeout(_) => Code::DeadlineExceeded,
+            UploadError::CompilesBusy { .. } => Code::Unavailable,
             UploadError::Internal(_) => Code::Internal,
             // A busy server is not the component's fault: say so, with the retryable code.
             UploadError::Busy { code, .. } => *code,

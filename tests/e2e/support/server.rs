@@ -131,11 +131,6 @@ impl TestServer {
         Http::new(&self.url)
     }
 
-    /// The server's process id (to look at its `/proc` entries).
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
     /// The data directory.
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
