@@ -339,3 +339,94 @@ fn compiles_past_their_timeout_free_their_slots_and_are_bounded() {
     );
     assert_eq!(r.json()["outputs"][0]["data"], json!([3]));
 }
+
+/// A tmpfs of `size` mounted on a fresh folder, unmounted when dropped; `None` where this machine
+/// refuses the mount (not root, or no tmpfs in this sandbox).
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn mount(size: &str) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().ok()?;
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(SmallDisk { dir })
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// The battery's disk-full row: an upload that does not fit is refused (RESOURCE_EXHAUSTED or
+/// UNAVAILABLE, never acknowledged), leaves no partial file, and calls keep working.
+#[test]
+fn a_full_disk_refuses_the_upload_and_leaves_nothing_partial() {
+    let Some(disk) = SmallDisk::mount("8m") else {
+        eprintln!(
+            "SKIPPED a_full_disk_refuses_the_upload_and_leaves_nothing_partial: this machine \
+             refuses to mount a tmpfs (needs root)"
+        );
+        return;
+    };
+    let data_dir = disk.dir.path().join("data");
+    let server = TestServer::start_in(&data_dir, &[]);
+    let http = server.http();
+    let component = guest("example-add");
+    let mut acknowledged = Vec::new();
+    let mut refusal = None;
+    for i in 0..200 {
+        let name = format!("m{i}");
+        let r = http.put(
+            &format!("/v1/methods/{name}?export=add"),
+            &with_custom_section(&component, i),
+        );
+        if r.status == 201 {
+            acknowledged.push(name);
+        } else {
+            refusal = Some(r);
+            break;
+        }
+    }
+    let r = refusal.expect("an 8 MiB disk filled up");
+    assert!(
+        ["RESOURCE_EXHAUSTED", "UNAVAILABLE"].contains(&r.code().as_str()),
+        "{} {}",
+        r.status,
+        String::from_utf8_lossy(&r.body)
+    );
+    assert!(!acknowledged.is_empty());
+    let tmp = data_dir.join("blobs/tmp");
+    assert_eq!(
+        std::fs::read_dir(&tmp).map(|d| d.count()).unwrap_or(0),
+        0,
+        "a partial file was left in {}",
+        tmp.display()
+    );
+    let args = serde_json::json!([
+        {"dtype": "int32", "shape": [1], "data": [2]},
+        {"dtype": "int32", "shape": [1], "data": [3]}
+    ]);
+    for name in &acknowledged {
+        assert_eq!(http.call(name, args.clone(), 0).status, 200, "{name}");
+    }
+    let listed = http.get("/v1/methods").json()["methods"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(
+        listed,
+        acknowledged.len(),
+        "a refused upload was registered"
+    );
+}
