@@ -251,32 +251,39 @@ fn distinct_components_do_not_each_keep_a_file_open() {
     }
 }
 
-/// A component whose one core function takes many seconds to compile (about 20 s on a 2-core CI
-/// machine in 2026): 80,000 blocks, each adding two of 200 i64 locals and branching on the sum,
-/// keep Cranelift's register allocator busy. Validation and compilation only: it exports
-/// nothing, so it would be refused after compiling anyway.
+/// A component whose core functions take many seconds to compile: 6 functions of 20,000 blocks
+/// each, every block adding two of 200 i64 locals and branching on the sum, keep Cranelift's
+/// register allocator busy. Each function stays under the static limits checked before compiling
+/// (`MAX_FUNCTION_BODY_BYTES`, `MAX_LOCALS_PER_FUNCTION`), so the compiler does see it.
+/// Validation and compilation only: it exports nothing, so it would be refused after compiling
+/// anyway.
 fn slow_to_compile() -> Vec<u8> {
+    const FUNCTIONS: usize = 6;
     const LOCALS: usize = 200;
-    const BLOCKS: usize = 80_000;
-    let mut text = String::from("(component (core module (func (result i64) (local");
-    text.push_str(&" i64".repeat(LOCALS));
-    text.push(')');
-    for i in 0..BLOCKS {
-        let (a, b, c) = (
-            (i * 7) % LOCALS,
-            (i * 13 + 1) % LOCALS,
-            (i * 31 + 2) % LOCALS,
-        );
-        text.push_str(&format!(
-            "(block (br_if 0 (i64.eqz (local.tee {c} (i64.add (local.get {a}) (local.get {b}))))))"
-        ));
+    const BLOCKS: usize = 20_000;
+    let mut text = String::from("(component (core module");
+    for f in 0..FUNCTIONS {
+        text.push_str("(func (result i64) (local");
+        text.push_str(&" i64".repeat(LOCALS));
+        text.push(')');
+        for i in 0..BLOCKS {
+            let (a, b, c) = (
+                (i * 7 + f) % LOCALS,
+                (i * 13 + 1) % LOCALS,
+                (i * 31 + 2) % LOCALS,
+            );
+            text.push_str(&format!(
+                "(block (br_if 0 (i64.eqz (local.tee {c} (i64.add (local.get {a}) (local.get {b}))))))"
+            ));
+        }
+        // Every local stays live to the end.
+        text.push_str("(i64.const 0)");
+        for l in 0..LOCALS {
+            text.push_str(&format!("(i64.add (local.get {l}))"));
+        }
+        text.push(')');
     }
-    // Every local stays live to the end.
-    text.push_str("(i64.const 0)");
-    for l in 0..LOCALS {
-        text.push_str(&format!("(i64.add (local.get {l}))"));
-    }
-    text.push_str(")))");
+    text.push_str("))");
     wat::parse_str(&text).expect("the slow component is valid text")
 }
 
@@ -429,4 +436,39 @@ fn a_full_disk_refuses_the_upload_and_leaves_nothing_partial() {
         acknowledged.len(),
         "a refused upload was registered"
     );
+}
+
+/// A compile bomb (one function of 1 MiB, tens of thousands of locals) is refused before the
+/// compiler runs, at once, and costs the server nothing.
+#[test]
+fn a_compile_bomb_is_refused_as_too_complex_before_compiling() {
+    let server = TestServer::start(&[]);
+    let http = server.http();
+    let mut text = String::from("(component (core module (func (local");
+    text.push_str(&" i64".repeat(20_000));
+    text.push(')');
+    for i in 0..40_000 {
+        text.push_str(&format!(
+            "(block (br_if 0 (i64.eqz (local.tee {} (i64.add (local.get {}) (local.get {}))))))",
+            i % 20_000,
+            (i * 7) % 20_000,
+            (i * 13) % 20_000
+        ));
+    }
+    text.push_str(")))");
+    let bomb = wat::parse_str(&text).unwrap();
+    let started = Instant::now();
+    let r = http.put("/v1/methods/bomb", &bomb);
+    assert_eq!(r.status, 400, "{}", String::from_utf8_lossy(&r.body));
+    assert!(
+        r.message().contains("too complex to compile"),
+        "{}",
+        r.message()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_nothing_stored(&server);
 }
