@@ -221,3 +221,52 @@ fn a_data_dir_written_before_the_format_number_still_loads() {
         .collect();
     assert_eq!(names, [("add", 3), ("shout", 1)]);
 }
+
+/// The battery's restart with many methods: 1,000 here (`WASMRPC_MANY_METHODS=10000` for the
+/// battery's count). Registering the same bytes again is a write, not a compile; after a restart
+/// the server is ready only when it has loaded them, and then every method answers at once.
+#[test]
+fn a_restart_with_many_methods_is_ready_when_loaded_and_every_method_answers() {
+    let n: usize = std::env::var("WASMRPC_MANY_METHODS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let mut server = TestServer::start(&[]);
+    let http = server.http();
+    let bytes = guest("example-add");
+    let started = std::time::Instant::now();
+    for i in 0..n {
+        let r = http.put(&format!("/v1/methods/m{i}?export=add"), &bytes);
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    }
+    let registering = started.elapsed();
+    let started = std::time::Instant::now();
+    // Returns once /readyz answers 200.
+    server.kill9_and_restart();
+    let ready = started.elapsed();
+    let http = server.http();
+    let started = std::time::Instant::now();
+    let mut slowest = std::time::Duration::ZERO;
+    for i in 0..n {
+        let call = std::time::Instant::now();
+        let r = http.call(&format!("m{i}"), add_args(), 0);
+        slowest = slowest.max(call.elapsed());
+        assert_eq!(
+            outputs(&r)[0],
+            tensor("int32", &[1], json!([5])),
+            "m{i} after the restart"
+        );
+    }
+    println!(
+        "{n} methods: registered in {registering:?}, ready {ready:?} after kill -9, all called \
+         in {:?} (slowest first call {slowest:?})",
+        started.elapsed()
+    );
+    assert_eq!(
+        http.get("/v1/methods").json()["methods"]
+            .as_array()
+            .unwrap()
+            .len(),
+        n
+    );
+}

@@ -107,6 +107,14 @@ impl ModuleCache {
         self.slots.write().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The compiled component for `digest` if it is here and runs (no loading).
+    pub fn ready(&self, digest: &Digest) -> Option<Arc<Module>> {
+        match self.cached(digest)? {
+            Slot::Ready(m) => Some(m),
+            Slot::Unavailable(_) => None,
+        }
+    }
+
     fn cached(&self, digest: &Digest) -> Option<Slot> {
         self.slots
             .read()

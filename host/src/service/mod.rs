@@ -171,7 +171,13 @@ impl Service {
             )));
         }
         let component = Arc::new(component);
-        let module = self.modules.load(component.clone(), tenant).await?;
+        // The same bytes compiled here already (another name, version or tenant): their checks
+        // passed and their signatures are known, so registering them again is only a write.
+        // Bytes whose stored copy is unavailable go through the whole load, which repairs it.
+        let module = match self.modules.ready(&Digest::of(&component)) {
+            Some(module) => module,
+            None => self.modules.load(component.clone(), tenant).await?,
+        };
         let signature = choose_export(&module, name, export)?.clone();
         let new = NewRegistration {
             tenant: tenant.clone(),
