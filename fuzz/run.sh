@@ -26,3 +26,12 @@ for target in tensor_json call_request; do
     cargo +nightly fuzz run "$target" "corpus/$target" "$golden/canonical" "$golden/accepted" \
         "$golden/refused" -- -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1
 done
+# Uploads: seeded with the example and test components when they are built (tests/run.sh builds
+# them into target/guests).
+mkdir -p corpus/component_upload
+for wasm in ../target/guests/wasm32-wasip2/guest/*.wasm; do
+    [ -f "$wasm" ] && cp -n "$wasm" corpus/component_upload/ || true
+done
+echo "fuzz: component_upload for ${seconds} s"
+cargo +nightly fuzz run component_upload corpus/component_upload -- \
+    -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=30 -print_final_stats=1
