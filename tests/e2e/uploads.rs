@@ -325,7 +325,9 @@ fn compiles_past_their_timeout_free_their_slots_and_are_bounded() {
     // Two more time out: four abandoned compiles now hold every compile thread.
     upload_slow(2..4);
     let started = Instant::now();
-    let r = http.put("/v1/methods/add2?export=add", &guest("example-add"));
+    // Bytes not compiled here yet (the same bytes again would need no compile at all).
+    let fresh = with_custom_section(&guest("example-add"), 99);
+    let r = http.put("/v1/methods/add2?export=add", &fresh);
     let took = started.elapsed();
     assert_eq!(r.status, 503, "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(r.code(), "UNAVAILABLE");
@@ -471,4 +473,39 @@ fn a_compile_bomb_is_refused_as_too_complex_before_compiling() {
         started.elapsed()
     );
     assert_nothing_stored(&server);
+}
+
+/// Bytes already compiled here register without compiling again: a second name for them is
+/// answered at once even while every compile slot is taken.
+#[test]
+fn registering_known_bytes_again_needs_no_compile() {
+    let server = TestServer::start(&["--compile-timeout-s", "1"]);
+    let http = server.http();
+    assert_eq!(
+        http.put("/v1/methods/add?export=add", &guest("example-add"))
+            .status,
+        201
+    );
+    // Both compile slots busy with slow uploads (which will time out).
+    let slow: Vec<_> = (0..2)
+        .map(|n| {
+            let (http, bytes) = (
+                http.clone(),
+                with_custom_section(&slow_to_compile(), 10 + n),
+            );
+            std::thread::spawn(move || http.put(&format!("/v1/methods/slow-{n}"), &bytes).status)
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let r = http.put("/v1/methods/plus?export=add", &guest("example-add"));
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+    for s in slow {
+        assert_eq!(s.join().unwrap(), 504);
+    }
 }
