@@ -87,9 +87,14 @@ impl Http {
 
     /// Open a raw connection (for tests that misbehave on purpose).
     pub fn connect(&self) -> TcpStream {
-        let s = TcpStream::connect(&self.authority).expect("connecting to the server");
+        self.try_connect().expect("connecting to the server")
+    }
+
+    /// As [`Http::connect`], returning the error (a server being killed refuses connections).
+    pub fn try_connect(&self) -> std::io::Result<TcpStream> {
+        let s = TcpStream::connect(&self.authority)?;
         s.set_read_timeout(Some(Duration::from_secs(120))).ok();
-        s
+        Ok(s)
     }
 
     /// Send a request with an optional body (with `Content-Length`) and read the response.
@@ -105,7 +110,7 @@ impl Http {
         path: &str,
         body: Option<&[u8]>,
     ) -> std::io::Result<Response> {
-        let mut s = self.connect();
+        let mut s = self.try_connect()?;
         let mut head = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
             self.authority
