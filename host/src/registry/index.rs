@@ -15,6 +15,8 @@ pub struct RegistrationIndex {
     tenants: HashMap<TenantId, BTreeMap<String, BTreeMap<u32, Arc<Registration>>>>,
     /// How many registrations (any tenant) point at each blob.
     digests: HashMap<Digest, usize>,
+    /// How many registrations of each tenant point at each blob.
+    tenant_digests: HashMap<(TenantId, Digest), usize>,
 }
 
 impl RegistrationIndex {
@@ -37,9 +39,13 @@ impl RegistrationIndex {
             .or_default()
             .insert(r.version, r.clone());
         if let Some(old) = replaced {
-            self.release(&old.digest);
+            self.release(&old.tenant, &old.digest);
         }
         *self.digests.entry(r.digest).or_default() += 1;
+        *self
+            .tenant_digests
+            .entry((r.tenant.clone(), r.digest))
+            .or_default() += 1;
     }
 
     /// Forget every version of a name.
@@ -49,18 +55,25 @@ impl RegistrationIndex {
             .get_mut(tenant)
             .and_then(|names| names.remove(name));
         for r in removed.into_iter().flat_map(BTreeMap::into_values) {
-            self.release(&r.digest);
+            self.release(&r.tenant, &r.digest);
         }
         if self.tenants.get(tenant).is_some_and(BTreeMap::is_empty) {
             self.tenants.remove(tenant);
         }
     }
 
-    fn release(&mut self, digest: &Digest) {
+    fn release(&mut self, tenant: &TenantId, digest: &Digest) {
         if let Some(n) = self.digests.get_mut(digest) {
             *n -= 1;
             if *n == 0 {
                 self.digests.remove(digest);
+            }
+        }
+        let key = (tenant.clone(), *digest);
+        if let Some(n) = self.tenant_digests.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                self.tenant_digests.remove(&key);
             }
         }
     }
@@ -119,6 +132,11 @@ impl RegistrationIndex {
     /// Whether any registration of any tenant points at `digest`.
     pub fn uses(&self, digest: &Digest) -> bool {
         self.digests.contains_key(digest)
+    }
+
+    /// Whether a registration of `tenant` points at `digest`.
+    pub fn tenant_uses(&self, tenant: &TenantId, digest: &Digest) -> bool {
+        self.tenant_digests.contains_key(&(tenant.clone(), *digest))
     }
 
     /// What `tenant` holds: its names, and the bytes of its distinct components.

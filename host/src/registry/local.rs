@@ -431,6 +431,10 @@ impl Registry for LocalRegistry {
     fn usage(&self, tenant: &TenantId) -> Usage {
         self.index().usage(tenant)
     }
+
+    fn tenant_uses(&self, tenant: &TenantId, digest: &Digest) -> bool {
+        self.index().tenant_uses(tenant, digest)
+    }
 }
 
 #[cfg(test)]
@@ -922,5 +926,24 @@ mod tests {
             Err(RegistryError::MissingBlob(_))
         ));
         assert_eq!(versions_of(&reg, "t", "one"), [1, 2]);
+    }
+
+    /// Whether a tenant itself uses some bytes is known per tenant, so that registering known
+    /// bytes can skip the compile without telling a tenant that another stored the same bytes.
+    #[test]
+    fn a_tenants_own_use_of_a_blob_is_known_apart_from_others() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let reg = open(dir.path());
+        let r = reg
+            .register_blocking(new("a", "add"), b"shared")
+            .expect("register");
+        assert!(reg.tenant_uses(&t("a"), &r.digest));
+        assert!(!reg.tenant_uses(&t("b"), &r.digest));
+        reg.register_blocking(new("b", "add"), b"shared")
+            .expect("register");
+        assert!(reg.tenant_uses(&t("b"), &r.digest));
+        reg.delete_blocking(&t("a"), "add").expect("delete");
+        assert!(!reg.tenant_uses(&t("a"), &r.digest));
+        assert!(reg.uses(&r.digest), "b still uses the blob");
     }
 }

@@ -218,6 +218,9 @@ pub trait Registry: Send + Sync + 'static {
     /// Whether any registration of any tenant points at `digest`.
     fn uses(&self, digest: &Digest) -> bool;
 
+    /// Whether a registration of `tenant` points at `digest`.
+    fn tenant_uses(&self, tenant: &TenantId, digest: &Digest) -> bool;
+
     /// What `tenant` holds.
     fn usage(&self, tenant: &TenantId) -> Usage;
 }

@@ -171,10 +171,14 @@ impl Service {
             )));
         }
         let component = Arc::new(component);
-        // The same bytes compiled here already (another name, version or tenant): their checks
-        // passed and their signatures are known, so registering them again is only a write.
-        // Bytes whose stored copy is unavailable go through the whole load, which repairs it.
-        let module = match self.modules.ready(&Digest::of(&component)) {
+        // Bytes this tenant registered already and that are compiled here: their checks passed
+        // and their signatures are known, so registering them again is only a write. Only the
+        // tenant's own: skipping the compile for bytes another tenant uploaded would tell, by
+        // the time it takes, that someone did. Bytes whose stored copy is unavailable go
+        // through the whole load, which repairs it.
+        let digest = Digest::of(&component);
+        let known = self.registry.tenant_uses(tenant, &digest);
+        let module = match self.modules.ready(&digest).filter(|_| known) {
             Some(module) => module,
             None => self.modules.load(component.clone(), tenant).await?,
         };
