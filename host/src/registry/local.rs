@@ -103,7 +103,7 @@ impl LocalRegistry {
             write_lock: Mutex::new(()),
             index: RwLock::new(RegistrationIndex::default()),
         };
-        store.collect_orphans()?;
+        // One pass over the records: they fill the index, which the clean-up then consults.
         let all = store.read(|table| {
             let mut out = Vec::new();
             for entry in table.iter().map_err(db_err)? {
@@ -114,6 +114,7 @@ impl LocalRegistry {
         })?;
         *store.index.write().unwrap_or_else(PoisonError::into_inner) =
             RegistrationIndex::from_registrations(all);
+        store.collect_orphans()?;
         Ok(LocalRegistry {
             inner: Arc::new(store),
         })
@@ -194,16 +195,11 @@ impl Store {
     }
 
     /// Delete blobs no registration references; warn about registrations whose blob is gone.
+    /// The index must hold every committed registration (it is loaded first).
     fn collect_orphans(&self) -> Result<(), RegistryError> {
         let _guard = self.lock();
-        let referenced: HashSet<Digest> = self.read(|table| {
-            let mut out = HashSet::new();
-            for entry in table.iter().map_err(db_err)? {
-                let (_, value) = entry.map_err(db_err)?;
-                out.insert(record::decode_digest(value.value())?);
-            }
-            Ok(out)
-        })?;
+        let referenced: HashSet<Digest> =
+            self.index_read().all().iter().map(|r| r.digest).collect();
 
         let mut removed = 0usize;
         for digest in self.blobs.list()? {
