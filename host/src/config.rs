@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::accept::{ServeOptions, tls_config};
 use crate::api::HttpLimits;
-use crate::runtime::RuntimeConfig;
+use crate::runtime::{Compiler, RuntimeConfig};
 use crate::tenancy::Quota;
 
 /// The settings of a server, every one optional (the rest take their defaults): what an embedding
@@ -55,6 +55,14 @@ pub struct ServeSettings {
     /// Time to compile one component, in seconds.
     #[arg(long, env = "WASMRPC_COMPILE_TIMEOUT_S")]
     pub compile_timeout_s: Option<u64>,
+    /// Address space one compile may use, in MiB (each compile runs in a child process).
+    #[arg(long, env = "WASMRPC_COMPILE_MEMORY_MIB")]
+    pub compile_memory_mib: Option<usize>,
+    /// The `wasmrpc` binary that compiles uploads, each in a child process within the compile
+    /// memory and time budget. `wasmrpc serve` uses itself; a program embedding the server
+    /// compiles in its own process unless this names a `wasmrpc` binary of the same version.
+    #[arg(long, env = "WASMRPC_COMPILER")]
+    pub compiler: Option<PathBuf>,
     /// Time a client may take to send request headers, in seconds.
     #[arg(long, env = "WASMRPC_HEADER_TIMEOUT_S")]
     pub header_timeout_s: Option<u64>,
@@ -125,6 +133,8 @@ impl ServeSettings {
             max_queued_calls,
             guest_log_bytes,
             compile_timeout_s,
+            compile_memory_mib,
+            compiler,
             header_timeout_s,
             body_timeout_s,
             drain_timeout_s,
@@ -191,6 +201,14 @@ impl ServeSettings {
         }
         if let Some(v) = self.compile_timeout_s {
             runtime.compile_timeout = secs(v);
+        }
+        if let Some(v) = self.compile_memory_mib {
+            runtime.compile_memory = v.max(1) << 20;
+        }
+        if let Some(program) = &self.compiler {
+            runtime.compiler = Compiler::ChildProcess {
+                program: program.clone(),
+            };
         }
         if let Some(v) = self.pooling {
             runtime.pooling = v;

@@ -85,3 +85,29 @@ async fn a_bad_component_is_refused_at_register() {
         .unwrap_err();
     assert!(err.message().contains("/nonexistent.wasm"));
 }
+
+/// An embedding program compiles in children too when it names a `wasmrpc` binary: the memory
+/// budget holds there as in `wasmrpc serve`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedded_server_compiles_in_a_child_when_given_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = wasmrpc_host::ServeSettings {
+        listen: Some("127.0.0.1:0".parse().unwrap()),
+        data_dir: Some(dir.path().to_path_buf()),
+        compiler: Some(env!("CARGO_BIN_EXE_wasmrpc").into()),
+        compile_memory_mib: Some(256),
+        ..Default::default()
+    };
+    let server = Server::with_settings(settings).await.unwrap();
+    let hungry = crate::compiles::hard_to_compile(1, 10_000, 30_000);
+    let refused = server.register_export("hungry", hungry, None).await;
+    let error = refused.expect_err("over the compile memory budget");
+    assert_eq!(error.code(), Code::ResourceExhausted, "{error}");
+    assert!(error.message().contains("256 MiB"), "{error}");
+    let info = server
+        .register_export("addition", guest("example-add"), Some("add"))
+        .await
+        .unwrap();
+    assert_eq!(info.version, 1);
+    server.shutdown().await;
+}

@@ -5,6 +5,7 @@ mod support;
 
 mod cli;
 mod client_sdk;
+mod compiles;
 mod embedded;
 mod examples;
 mod registry;

@@ -1,13 +1,12 @@
 //! Bad uploads get a clear INVALID_ARGUMENT (or 413) and store nothing.
 
 use std::io::Write;
-use std::time::{Duration, Instant};
 
 use serde_json::json;
 
 use crate::support::{TestServer, guest, http::read_response};
 
-fn assert_nothing_stored(server: &TestServer) {
+pub(crate) fn assert_nothing_stored(server: &TestServer) {
     assert_eq!(
         server.http().get("/v1/methods").json()["methods"],
         json!([])
@@ -171,7 +170,7 @@ fn a_corrupted_blob_is_detected_on_load_and_never_run() {
 /// `component` made distinct by a custom section carrying `n`: a component custom section is id 0,
 /// the section's size and then a name and a payload, so the digest changes and the component
 /// stays valid.
-fn with_custom_section(component: &[u8], n: usize) -> Vec<u8> {
+pub(crate) fn with_custom_section(component: &[u8], n: usize) -> Vec<u8> {
     fn leb128(mut v: usize, out: &mut Vec<u8>) {
         loop {
             let byte = (v & 0x7f) as u8;
@@ -249,104 +248,6 @@ fn distinct_components_do_not_each_keep_a_file_open() {
         assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
         assert_eq!(r.json()["outputs"][0]["data"], json!([n + 1]));
     }
-}
-
-/// A component whose core functions take many seconds to compile: 6 functions of 20,000 blocks
-/// each, every block adding two of 200 i64 locals and branching on the sum, keep Cranelift's
-/// register allocator busy. Each function stays under the static limits checked before compiling
-/// (`MAX_FUNCTION_BODY_BYTES`, `MAX_LOCALS_PER_FUNCTION`), so the compiler does see it.
-/// Validation and compilation only: it exports nothing, so it would be refused after compiling
-/// anyway.
-fn slow_to_compile() -> Vec<u8> {
-    const FUNCTIONS: usize = 6;
-    const LOCALS: usize = 200;
-    const BLOCKS: usize = 20_000;
-    let mut text = String::from("(component (core module");
-    for f in 0..FUNCTIONS {
-        text.push_str("(func (result i64) (local");
-        text.push_str(&" i64".repeat(LOCALS));
-        text.push(')');
-        for i in 0..BLOCKS {
-            let (a, b, c) = (
-                (i * 7 + f) % LOCALS,
-                (i * 13 + 1) % LOCALS,
-                (i * 31 + 2) % LOCALS,
-            );
-            text.push_str(&format!(
-                "(block (br_if 0 (i64.eqz (local.tee {c} (i64.add (local.get {a}) (local.get {b}))))))"
-            ));
-        }
-        // Every local stays live to the end.
-        text.push_str("(i64.const 0)");
-        for l in 0..LOCALS {
-            text.push_str(&format!("(i64.add (local.get {l}))"));
-        }
-        text.push(')');
-    }
-    text.push_str("))");
-    wat::parse_str(&text).expect("the slow component is valid text")
-}
-
-/// A compile past its timeout cannot be stopped, but it frees its slot at once: two slow
-/// uploads that time out leave the next upload nothing to wait for. Abandoned compiles still
-/// running are bounded: with both slots' worth of them and two more, a new upload is refused at
-/// once with UNAVAILABLE instead of queueing behind them.
-#[test]
-fn compiles_past_their_timeout_free_their_slots_and_are_bounded() {
-    let server = TestServer::start(&["--compile-timeout-s", "1"]);
-    let http = server.http();
-    let slow = slow_to_compile();
-    // Distinct bytes, so that nothing could share one compile between the uploads.
-    let slow: Vec<Vec<u8>> = (0..4).map(|n| with_custom_section(&slow, n)).collect();
-    let upload_slow = |names: std::ops::Range<usize>| {
-        let handles: Vec<_> = names
-            .map(|n| {
-                let (http, bytes) = (http.clone(), slow[n].clone());
-                std::thread::spawn(move || http.put(&format!("/v1/methods/slow-{n}"), &bytes))
-            })
-            .collect();
-        for h in handles {
-            let r = h.join().unwrap();
-            assert_eq!(r.status, 504, "{}", String::from_utf8_lossy(&r.body));
-            assert_eq!(r.code(), "DEADLINE_EXCEEDED");
-        }
-    };
-    // Two slow compiles take both slots and time out; they go on compiling in the background.
-    upload_slow(0..2);
-    // Before the fix this upload waited until both had really ended (20 s and more here).
-    let started = Instant::now();
-    let r = http.put("/v1/methods/add?export=add", &guest("example-add"));
-    let took = started.elapsed();
-    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-    assert!(
-        took < Duration::from_secs(8),
-        "a small upload waited {took:?} behind abandoned compiles"
-    );
-    // Two more time out: four abandoned compiles now hold every compile thread.
-    upload_slow(2..4);
-    let started = Instant::now();
-    // Bytes not compiled here yet (the same bytes again would need no compile at all).
-    let fresh = with_custom_section(&guest("example-add"), 99);
-    let r = http.put("/v1/methods/add2?export=add", &fresh);
-    let took = started.elapsed();
-    assert_eq!(r.status, 503, "{}", String::from_utf8_lossy(&r.body));
-    assert_eq!(r.code(), "UNAVAILABLE");
-    assert!(
-        r.message().contains("busy finishing 4 compiles"),
-        "{}",
-        r.message()
-    );
-    assert!(took < Duration::from_secs(2), "refused after {took:?}");
-    // Calls are not compiles: the server still serves what it has.
-    let r = http.call(
-        "add",
-        json!([
-            {"dtype": "int32", "shape": [1], "data": [1]},
-            {"dtype": "int32", "shape": [1], "data": [2]}
-        ]),
-        0,
-    );
-    assert_eq!(r.json()["outputs"][0]["data"], json!([3]));
 }
 
 /// A tmpfs of `size` mounted on a fresh folder, unmounted when dropped; `None` where this machine
@@ -438,74 +339,4 @@ fn a_full_disk_refuses_the_upload_and_leaves_nothing_partial() {
         acknowledged.len(),
         "a refused upload was registered"
     );
-}
-
-/// A compile bomb (one function of 1 MiB, tens of thousands of locals) is refused before the
-/// compiler runs, at once, and costs the server nothing.
-#[test]
-fn a_compile_bomb_is_refused_as_too_complex_before_compiling() {
-    let server = TestServer::start(&[]);
-    let http = server.http();
-    let mut text = String::from("(component (core module (func (local");
-    text.push_str(&" i64".repeat(20_000));
-    text.push(')');
-    for i in 0..40_000 {
-        text.push_str(&format!(
-            "(block (br_if 0 (i64.eqz (local.tee {} (i64.add (local.get {}) (local.get {}))))))",
-            i % 20_000,
-            (i * 7) % 20_000,
-            (i * 13) % 20_000
-        ));
-    }
-    text.push_str(")))");
-    let bomb = wat::parse_str(&text).unwrap();
-    let started = Instant::now();
-    let r = http.put("/v1/methods/bomb", &bomb);
-    assert_eq!(r.status, 400, "{}", String::from_utf8_lossy(&r.body));
-    assert!(
-        r.message().contains("too complex to compile"),
-        "{}",
-        r.message()
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
-    assert_nothing_stored(&server);
-}
-
-/// Bytes already compiled here register without compiling again: a second name for them is
-/// answered at once even while every compile slot is taken.
-#[test]
-fn registering_known_bytes_again_needs_no_compile() {
-    let server = TestServer::start(&["--compile-timeout-s", "1"]);
-    let http = server.http();
-    assert_eq!(
-        http.put("/v1/methods/add?export=add", &guest("example-add"))
-            .status,
-        201
-    );
-    // Both compile slots busy with slow uploads (which will time out).
-    let slow: Vec<_> = (0..2)
-        .map(|n| {
-            let (http, bytes) = (
-                http.clone(),
-                with_custom_section(&slow_to_compile(), 10 + n),
-            );
-            std::thread::spawn(move || http.put(&format!("/v1/methods/slow-{n}"), &bytes).status)
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(300));
-    let started = Instant::now();
-    let r = http.put("/v1/methods/plus?export=add", &guest("example-add"));
-    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-    assert!(
-        started.elapsed() < Duration::from_millis(900),
-        "{:?}",
-        started.elapsed()
-    );
-    for s in slow {
-        assert_eq!(s.join().unwrap(), 504);
-    }
 }

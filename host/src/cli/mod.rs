@@ -109,6 +109,12 @@ enum Command {
 
 /// Run the command line; the binary's `main` is only this.
 pub fn main() -> ExitCode {
+    // The compile child (`runtime/compiler.rs`) before clap: it is not a command for people,
+    // and it should start as fast as it can.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(crate::runtime::compiler::SUBCOMMAND) {
+        return crate::runtime::compiler::child_main(&args[1..]);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve { config, settings } => serve::run(config, *settings),

@@ -8,6 +8,7 @@ use tracing_subscriber::EnvFilter;
 
 use crate::app::App;
 use crate::config::ServeSettings;
+use crate::runtime::Compiler;
 
 pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -20,7 +21,13 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
         Some(path) => flags.or(&ServeSettings::from_file(path)?),
         None => flags,
     };
-    let config = settings.resolve()?;
+    let mut config = settings.resolve()?;
+    // This binary compiles uploads in children of its own, each with a memory and CPU budget,
+    // unless told to use another.
+    if config.runtime.compiler == Compiler::InProcess {
+        config.runtime.compiler =
+            Compiler::this_binary().context("finding the wasmrpc binary to compile with")?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("wasmrpc-worker")

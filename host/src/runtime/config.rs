@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+pub use super::compiler::Compiler;
+
 /// How often the epoch ticker advances; a guest past its deadline stops within about one tick,
 /// and a running guest yields its worker thread at every tick. 2 ms rather than 10 keeps other
 /// tenants' latency close to its baseline while guests spin (see docs/limits.md); the ticker's
@@ -35,6 +37,12 @@ pub struct RuntimeConfig {
     pub max_component_bytes: usize,
     /// Time compiling one component may take.
     pub compile_timeout: Duration,
+    /// Where components are compiled: in a child process for `wasmrpc serve`.
+    pub compiler: Compiler,
+    /// Address space one compile may use in its child process; past it the upload is refused
+    /// with RESOURCE_EXHAUSTED. Cranelift needs a few hundred bytes per byte of a large
+    /// function; the static code limits keep every accepted component well inside.
+    pub compile_memory: usize,
     /// Time a component's `signatures()` may take at registration.
     pub signatures_deadline: Duration,
     /// Calls running at once; more wait (within their deadline) for a slot.
@@ -63,6 +71,8 @@ impl Default for RuntimeConfig {
             guest_log_bytes: 64 << 10,
             max_component_bytes: 32 << 20,
             compile_timeout: Duration::from_secs(60),
+            compiler: Compiler::InProcess,
+            compile_memory: 1 << 30,
             signatures_deadline: Duration::from_secs(5),
             max_concurrent_calls: 64,
             max_queued_calls: 4096,

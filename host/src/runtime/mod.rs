@@ -8,6 +8,7 @@
 //! whoever calls it holds a slot from [`crate::admission`].
 
 mod bindings;
+pub mod compiler;
 mod compiles;
 pub mod config;
 mod convert;
@@ -26,7 +27,7 @@ use wasmrpc_proto::{Code, MethodSignature, Tensor};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store, UpdateDeadline};
 
-pub use config::RuntimeConfig;
+pub use config::{Compiler, RuntimeConfig};
 pub use failure::GuestFailure;
 pub use validate::UploadError;
 
@@ -153,10 +154,55 @@ impl Runtime {
     pub async fn compile(&self, bytes: Arc<Vec<u8>>) -> Result<Compiled, UploadError> {
         validate::check_bytes(&bytes, self.config.max_component_bytes)?;
         validate::check_code_limits(&bytes)?;
-        let CompilePermit { slot, thread } = self.compiles.enter().await.map_err(|e| match e {
+        let permit = self.compiles.enter().await.map_err(|e| match e {
             GateError::Closed => UploadError::Internal("runtime is shutting down".into()),
             GateError::Busy { abandoned } => UploadError::CompilesBusy { abandoned },
         })?;
+        let component = match &self.config.compiler {
+            Compiler::InProcess => self.compile_in_process(bytes.clone(), permit).await?,
+            Compiler::ChildProcess { program } => {
+                let artifact = compiler::compile_in_child(program, &self.config, &bytes).await;
+                // The child has exited (or been killed): its slot and thread are free.
+                drop(permit);
+                let artifact = artifact?;
+                // SAFETY: the artifact was made by `wasmrpc __compile` from this same binary
+                // family with this engine's settings, never by a tenant (uploads of
+                // precompiled artifacts are refused by `check_bytes`), and it comes over a pipe
+                // from the child, not from storage anyone else can write. deserialize checks
+                // the engine's compatibility and refuses a mismatch.
+                unsafe { Component::deserialize(&self.engine, &artifact) }.map_err(|e| {
+                    let message = format!("{e:#}");
+                    // The pool's per-instance limits are checked here, as `Component::new`
+                    // would: the component's fault. Anything else is the server's own.
+                    if message.contains("pooling allocator") {
+                        UploadError::Invalid(message)
+                    } else {
+                        UploadError::Internal(format!("loading the compiled component: {message}"))
+                    }
+                })?
+            }
+        };
+        validate::check_imports(&component, &self.engine)?;
+        let instance_pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| UploadError::Invalid(format!("{e:#}")))?;
+        let pre = TensorFunctionPre::new(instance_pre)
+            .map_err(|e| UploadError::WrongWorld(format!("{e:#}")))?;
+        Ok(Compiled {
+            pre,
+            size: bytes.len(),
+        })
+    }
+
+    /// Compile on a thread of this process. It cannot be stopped: past its timeout the upload
+    /// gets its answer and the compile goes on at the lowest priority, holding a thread permit.
+    async fn compile_in_process(
+        &self,
+        bytes: Arc<Vec<u8>>,
+        permit: CompilePermit,
+    ) -> Result<Component, UploadError> {
+        let CompilePermit { slot, thread } = permit;
         let engine = self.engine.clone();
         let source = bytes.clone();
         let priority = compiles::Priority::default();
@@ -192,17 +238,7 @@ impl Runtime {
             Ok(Ok(Ok(c))) => c,
         };
         drop(slot);
-        validate::check_imports(&component, &self.engine)?;
-        let instance_pre = self
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| UploadError::Invalid(format!("{e:#}")))?;
-        let pre = TensorFunctionPre::new(instance_pre)
-            .map_err(|e| UploadError::WrongWorld(format!("{e:#}")))?;
-        Ok(Compiled {
-            pre,
-            size: bytes.len(),
-        })
+        Ok(component)
     }
 
     /// Ask a compiled component for its signatures (running its code, within

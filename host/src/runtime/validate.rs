@@ -52,6 +52,15 @@ pub enum UploadError {
     /// Compilation ran past its time limit.
     #[error("compiling the component took longer than the limit of {} s", .0.as_secs())]
     CompileTimeout(Duration),
+    /// Compiling needed more memory than one compile may use.
+    #[error(
+        "compiling the component needs more than the compile memory budget of {} MiB",
+        .budget >> 20
+    )]
+    CompileMemory {
+        /// The budget in bytes.
+        budget: usize,
+    },
     /// Compiles abandoned past their timeout (which cannot be interrupted) hold every compile
     /// thread: not the component's fault, and worth retrying (UNAVAILABLE).
     #[error(
@@ -87,6 +96,7 @@ impl UploadError {
         match self {
             UploadError::TooLarge { .. } => Code::ResourceExhausted,
             UploadError::CompileTimeout(_) => Code::DeadlineExceeded,
+            UploadError::CompileMemory { .. } => Code::ResourceExhausted,
             UploadError::CompilesBusy { .. } => Code::Unavailable,
             UploadError::Internal(_) => Code::Internal,
             // A busy server is not the component's fault: say so, with the retryable code.
