@@ -145,7 +145,7 @@ impl ModuleCache {
                 Ok(m) => Slot::Ready(m),
                 // The stored component itself is refused: that will not change until it is
                 // registered again, so remember it.
-                Err(e) if e.code() == Code::InvalidArgument => {
+                Err(e) if e.is_the_components_fault() => {
                     Slot::Unavailable(format!("stored component {digest} no longer loads: {e}"))
                 }
                 Err(e) if e.is_host_fault() => return Err(ServiceError::Upload(e)),

@@ -42,6 +42,18 @@ pub enum UploadError {
     /// Imports something outside the allow-list (every such import, named).
     #[error("the component imports {}, which this server does not provide; a function gets no filesystem, network, clock or other host access", quoted(.0))]
     ForbiddenImports(Vec<String>),
+    /// A core module declares a linear memory that is larger at instantiation than all the
+    /// memories of a call may be together: no call could ever instantiate it.
+    #[error(
+        "the component declares a linear memory of {declared} bytes at instantiation, over the \
+         memory limit of {cap} bytes per call"
+    )]
+    MemoryOverCap {
+        /// The memory's initial size in bytes.
+        declared: u64,
+        /// The memory limit per call, in bytes.
+        cap: usize,
+    },
     /// Does not implement the `wasmrpc:tensor` world.
     #[error("the component does not implement the `wasmrpc:tensor/method@0.1.0` exports: {0}")]
     WrongWorld(String),
@@ -94,18 +106,36 @@ impl UploadError {
     /// The canonical code of the refusal.
     pub fn code(&self) -> Code {
         match self {
-            UploadError::TooLarge { .. } => Code::ResourceExhausted,
+            UploadError::TooLarge { .. } | UploadError::MemoryOverCap { .. } => {
+                Code::ResourceExhausted
+            }
             UploadError::CompileTimeout(_) => Code::DeadlineExceeded,
             UploadError::CompileMemory { .. } => Code::ResourceExhausted,
             UploadError::CompilesBusy { .. } => Code::Unavailable,
             UploadError::Internal(_) => Code::Internal,
             // A busy server is not the component's fault: say so, with the retryable code.
             UploadError::Busy { code, .. } => *code,
-            UploadError::Signatures(f @ GuestFailure::Capacity(_)) => f.code(),
+            // No free instance slot (UNAVAILABLE), or instantiating or `signatures()` took more
+            // memory than a call may hold (RESOURCE_EXHAUSTED, as for a call).
+            UploadError::Signatures(
+                f @ (GuestFailure::Capacity(_) | GuestFailure::Memory { .. }),
+            ) => f.code(),
             // The host failed while running the component's code.
             UploadError::Signatures(f) if f.is_host_fault() => Code::Internal,
             _ => Code::InvalidArgument,
         }
+    }
+
+    /// Whether the component itself is refused, so loading the same bytes under the same limits
+    /// would be refused again: a stored component refused so is remembered as unavailable rather
+    /// than compiled again on every call.
+    pub fn is_the_components_fault(&self) -> bool {
+        self.code() == Code::InvalidArgument
+            || matches!(
+                self,
+                UploadError::MemoryOverCap { .. }
+                    | UploadError::Signatures(GuestFailure::Memory { .. })
+            )
     }
 
     /// Whether the failure is the host's own (its text stays in the server's log).
@@ -204,6 +234,41 @@ pub fn check_code_limits(bytes: &[u8]) -> Result<(), UploadError> {
                 }
             }
             _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Refuse a component with a core module that declares a linear memory whose initial size alone
+/// is over `cap`, the memory one call may hold in all: instantiating it could never succeed. Read
+/// without compiling, so the refusal costs no compile and names the limit (the pooling allocator
+/// would otherwise refuse it during the compile, in its own words). Memories that fit one by one
+/// but not together are refused when instantiated, by the call's limiter.
+pub fn check_declared_memories(bytes: &[u8], cap: usize) -> Result<(), UploadError> {
+    use wasmparser::{Parser, Payload};
+    for payload in Parser::new(0).parse_all(bytes) {
+        // Malformed bytes are left to the compiler to describe.
+        let Ok(payload) = payload else {
+            return Ok(());
+        };
+        let Payload::MemorySection(reader) = payload else {
+            continue;
+        };
+        for memory in reader {
+            let Ok(memory) = memory else {
+                return Ok(());
+            };
+            // Pages are 64 KiB unless the module says otherwise (custom page sizes).
+            let page = 1u128
+                .checked_shl(memory.page_size_log2.unwrap_or(16))
+                .unwrap_or(u128::MAX);
+            let declared = u128::from(memory.initial).saturating_mul(page);
+            if declared > cap as u128 {
+                return Err(UploadError::MemoryOverCap {
+                    declared: u64::try_from(declared).unwrap_or(u64::MAX),
+                    cap,
+                });
+            }
         }
     }
     Ok(())
@@ -328,6 +393,74 @@ mod tests {
         let mut component = COMPONENT_PREAMBLE.to_vec();
         section(1, &module, &mut component); // a core module section
         component
+    }
+
+    /// A component holding the core module `wat` (text).
+    fn component_of(wat: &str) -> Vec<u8> {
+        let module = wat::parse_str(wat).unwrap();
+        let mut component = COMPONENT_PREAMBLE.to_vec();
+        component.push(1); // a core module section
+        let mut len = module.len();
+        loop {
+            let byte = (len & 0x7f) as u8;
+            len >>= 7;
+            if len == 0 {
+                component.push(byte);
+                break;
+            }
+            component.push(byte | 0x80);
+        }
+        component.extend_from_slice(&module);
+        component
+    }
+
+    #[test]
+    fn a_memory_declared_over_the_cap_is_refused_naming_the_cap() {
+        let cap = 64 << 20;
+        let check = |wat: &str| check_declared_memories(&component_of(wat), cap);
+        // Exactly the cap fits; one 64 KiB page more does not.
+        assert!(check("(module (memory 1024))").is_ok());
+        let err = check("(module (memory 1025))").unwrap_err();
+        assert!(
+            matches!(err, UploadError::MemoryOverCap { declared, cap: c } if declared == 1025 << 16 && c == cap),
+            "{err:?}"
+        );
+        assert_eq!(err.code(), Code::ResourceExhausted);
+        assert!(err.is_the_components_fault());
+        let message = err.to_string();
+        assert!(
+            message.contains("67108864") && message.contains("memory limit"),
+            "{message}"
+        );
+        // A 64-bit memory of 2^48 pages is 2^64 bytes: the product saturates, never wraps.
+        assert!(matches!(
+            check("(module (memory i64 0x1000000000000))"),
+            Err(UploadError::MemoryOverCap {
+                declared: u64::MAX,
+                ..
+            })
+        ));
+        // Custom page sizes count in their own unit: 2000 one-byte pages fit.
+        assert!(check("(module (memory 2000 (pagesize 1)))").is_ok());
+        // Memories that fit one by one pass here: together they are the call limiter's to refuse,
+        // at instantiation.
+        assert!(check("(module (memory 600) (memory 600))").is_ok());
+    }
+
+    #[test]
+    fn signatures_past_the_memory_cap_are_resource_exhausted_and_the_components_fault() {
+        let memory = UploadError::Signatures(GuestFailure::Memory { cap: 1 << 20 });
+        assert_eq!(memory.code(), Code::ResourceExhausted);
+        assert!(memory.is_the_components_fault());
+        assert!(!memory.is_host_fault());
+        // Past the deadline it is the component's fault too, and stays INVALID_ARGUMENT.
+        let slow = UploadError::Signatures(GuestFailure::Deadline { deadline_ms: 5000 });
+        assert_eq!(slow.code(), Code::InvalidArgument);
+        assert!(slow.is_the_components_fault());
+        // A busy server is not: worth loading again later.
+        let busy = UploadError::Signatures(GuestFailure::Capacity("no free slot".into()));
+        assert_eq!(busy.code(), Code::Unavailable);
+        assert!(!busy.is_the_components_fault());
     }
 
     #[test]
