@@ -8,6 +8,7 @@ mod client_sdk;
 mod compiles;
 mod embedded;
 mod examples;
+mod instantiation;
 mod registry;
 mod requests;
 mod sandbox;

@@ -38,8 +38,9 @@ fn hostile_server() -> TestServer {
     server
 }
 
-/// The server answers health checks quickly and the healthy method still works.
-fn assert_still_serving(http: &Http) {
+/// The server answers health checks quickly and the healthy method still works (a method named
+/// `hostile` registered with the hostile guest's `echo` export).
+pub(crate) fn assert_still_serving(http: &Http) {
     let started = Instant::now();
     assert_eq!(http.get("/healthz").status, 200);
     // The battery asks for 100 ms; a debug build on a loaded 2-core CI machine gets slack.

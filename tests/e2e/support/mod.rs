@@ -1,5 +1,6 @@
 //! Shared pieces of the end-to-end suite: guests built from source, the real server, raw HTTP.
 
+pub mod compose;
 pub mod guests;
 pub mod http;
 pub mod server;
