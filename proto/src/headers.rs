@@ -12,3 +12,7 @@ pub const JSON: &str = "application/json";
 
 /// The media type of an uploaded component.
 pub const WASM: &str = "application/wasm";
+
+/// The canonical code of a failed `/v2` call (`NOT_FOUND`, `DEADLINE_EXCEEDED`…), beside the
+/// protocol's `{"error": "..."}` body, which has no room for it.
+pub const CODE: &str = "x-wasmrpc-code";

@@ -284,7 +284,7 @@ impl<'de> Visitor<'de> for TensorSeed<'_> {
 }
 
 /// A tensor from its parsed fields, every value checked.
-fn build_tensor(
+pub(crate) fn build_tensor(
     dtype: DType,
     shape: Vec<i64>,
     data: Option<&str>,
@@ -564,6 +564,44 @@ impl serde::Serialize for Tensor {
 struct DataView<'a> {
     tensor: &'a Tensor,
     strings: Option<&'a [&'a [u8]]>,
+}
+
+/// A tensor's elements as one flat JSON array (the v2 protocol's `data`); `bytes` elements as
+/// strings, with invalid UTF-8 replaced (binary tensor data carries them exactly).
+pub(crate) struct FlatData<'a> {
+    tensor: &'a Tensor,
+    strings: Option<Vec<std::borrow::Cow<'a, str>>>,
+}
+
+impl<'a> FlatData<'a> {
+    /// # Errors
+    /// A `bytes` tensor whose elements are malformed.
+    pub(crate) fn new<E: serde::ser::Error>(tensor: &'a Tensor) -> Result<Self, E> {
+        let strings = match tensor.dtype() {
+            DType::String => Some(
+                split_strings(tensor.raw_data())
+                    .map_err(E::custom)?
+                    .into_iter()
+                    .map(String::from_utf8_lossy)
+                    .collect(),
+            ),
+            _ => None,
+        };
+        Ok(FlatData { tensor, strings })
+    }
+}
+
+impl serde::Serialize for FlatData<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match &self.strings {
+            Some(strings) => s.collect_seq(strings),
+            None => DataView {
+                tensor: self.tensor,
+                strings: None,
+            }
+            .serialize(s),
+        }
+    }
 }
 
 impl serde::Serialize for DataView<'_> {

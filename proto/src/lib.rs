@@ -27,6 +27,7 @@ pub mod code;
 pub mod dtype;
 pub mod headers;
 pub mod json;
+pub mod kserve;
 pub mod messages;
 pub mod names;
 pub mod signature;

@@ -9,6 +9,7 @@ mod compiles;
 mod embedded;
 mod examples;
 mod instantiation;
+mod kserve;
 mod registry;
 mod requests;
 mod sandbox;

@@ -10,15 +10,15 @@ use crate::support::http::Response;
 use crate::support::{Http, TestServer, guest, outputs, run_wasmrpc, scalar_f32, tensor};
 
 /// A server with keys: the admin key file lives in its own temporary folder.
-struct Keyed {
-    server: TestServer,
+pub(crate) struct Keyed {
+    pub(crate) server: TestServer,
     admin_key_file: std::path::PathBuf,
-    admin: Http,
+    pub(crate) admin: Http,
     _key_dir: tempfile::TempDir,
 }
 
 impl Keyed {
-    fn start(extra: &[&str]) -> Keyed {
+    pub(crate) fn start(extra: &[&str]) -> Keyed {
         let key_dir = tempfile::tempdir().expect("temp dir");
         let admin_key_file = key_dir.path().join("admin.key");
         let mut args = vec!["--admin-key-file", admin_key_file.to_str().unwrap()];
@@ -35,7 +35,7 @@ impl Keyed {
     }
 
     /// Create a tenant; its HTTP client (with its key) and the answer.
-    fn tenant(&self, name: &str) -> (Http, Value) {
+    pub(crate) fn tenant(&self, name: &str) -> (Http, Value) {
         let r = self
             .admin
             .post_json("/v1/tenants", &json!({ "name": name }));

@@ -206,14 +206,6 @@ impl IntoResponse for ApiError {
                 HeaderValue::from_static("close"),
             );
         }
-        if self.close {
-            // hyper ends an HTTP/1.1 connection after this response; HTTP/2 drops the header
-            // (only the stream ends there).
-            response.headers_mut().insert(
-                axum::http::header::CONNECTION,
-                HeaderValue::from_static("close"),
-            );
-        }
         if let Some(id) = request_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
             response.headers_mut().insert(headers::REQUEST_ID, id);
         }

@@ -11,6 +11,7 @@ mod query;
 mod tenants;
 #[cfg(test)]
 mod tests;
+mod v2;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -90,6 +91,7 @@ pub fn router(state: AppState) -> Router {
         ));
     Router::new()
         .merge(keyed)
+        .merge(v2::router(state.clone()))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .fallback(no_route)

@@ -1,0 +1,326 @@
+//! The Open Inference Protocol (KServe v2) routes over the same service as v1: every method is a
+//! model, its versions the model's versions. Keys apply as on v1; health stays open, as
+//! `/healthz` does.
+//!
+//! Errors are `{"error": "<message>"}`, the protocol's shape (tritonclient cannot even print
+//! another), with the canonical code in `x-wasmrpc-code` for clients that want it. The handlers
+//! return the API's own [`ApiError`] and one layer ([`protocol_errors`]) rewrites every error
+//! answer under `/v2`, the extractors' and the authentication's included.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use wasmrpc_proto::kserve::{
+    self, InferOutput, InferRequestError, InferResponse, ModelConfig, ModelMetadata, ServerMetadata,
+};
+use wasmrpc_proto::{Code, Tensor, headers};
+
+use super::AppState;
+use super::auth::Tenant;
+use super::body::read_limited;
+use super::error::ApiError;
+
+/// Error bodies above this size are not rewritten (none of ours comes near it).
+const MAX_ERROR_BODY: usize = 64 << 10;
+
+/// The `/v2` routes: `keyed` behind the key check (`auth`), health open.
+pub fn router(state: AppState) -> Router<AppState> {
+    let keyed = Router::new()
+        .route("/v2", get(server_metadata))
+        .route("/v2/models/{name}", get(model_metadata))
+        .route("/v2/models/{name}/versions/{version}", get(model_metadata))
+        .route("/v2/models/{name}/ready", get(model_ready))
+        .route(
+            "/v2/models/{name}/versions/{version}/ready",
+            get(model_ready),
+        )
+        .route("/v2/models/{name}/config", get(model_config))
+        .route(
+            "/v2/models/{name}/versions/{version}/config",
+            get(model_config),
+        )
+        .route("/v2/models/{name}/infer", post(infer))
+        .route("/v2/models/{name}/versions/{version}/infer", post(infer))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state,
+            super::auth::authenticate,
+        ));
+    Router::new()
+        .merge(keyed)
+        .route("/v2/health/live", get(live))
+        .route("/v2/health/ready", get(ready))
+        .route_layer(axum::middleware::from_fn(protocol_errors))
+}
+
+/// A model in the path, with its version when the route has one.
+#[derive(Debug, serde::Deserialize)]
+pub struct ModelPath {
+    name: String,
+    version: Option<String>,
+}
+
+impl ModelPath {
+    /// The version asked for: `None` for the newest.
+    fn version(&self) -> Result<Option<u32>, ApiError> {
+        match &self.version {
+            None => Ok(None),
+            Some(v) => match v.parse::<u32>() {
+                Ok(n) if n > 0 => Ok(Some(n)),
+                _ => Err(ApiError::new(
+                    Code::InvalidArgument,
+                    format!("model version `{v}` is not a positive whole number"),
+                )),
+            },
+        }
+    }
+}
+
+/// `GET /v2`: server metadata. No protocol extension is advertised until it is implemented.
+async fn server_metadata() -> Json<ServerMetadata> {
+    Json(ServerMetadata {
+        name: "wasmrpc".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        extensions: Vec::new(),
+    })
+}
+
+/// `GET /v2/health/live`: the process serves HTTP.
+async fn live() -> StatusCode {
+    StatusCode::OK
+}
+
+/// `GET /v2/health/ready`: the registry is loaded (as `/readyz`).
+async fn ready(State(state): State<AppState>) -> Result<StatusCode, ApiError> {
+    if state.service.is_ready() {
+        Ok(StatusCode::OK)
+    } else {
+        Err(ApiError::new(
+            Code::Unavailable,
+            "the registry is still loading",
+        ))
+    }
+}
+
+/// `GET /v2/models/{name}[/versions/{v}]`.
+async fn model_metadata(
+    State(state): State<AppState>,
+    Tenant(caller): Tenant,
+    Path(model): Path<ModelPath>,
+) -> Result<Json<ModelMetadata>, ApiError> {
+    let info = state
+        .service
+        .describe(&caller.tenant, &model.name, model.version()?)?;
+    Ok(Json(ModelMetadata::from(&info)))
+}
+
+/// `GET /v2/models/{name}[/versions/{v}]/ready`: 200 when the model exists (a registered
+/// method is always ready to be called; its first call compiles it if need be).
+async fn model_ready(
+    State(state): State<AppState>,
+    Tenant(caller): Tenant,
+    Path(model): Path<ModelPath>,
+) -> Result<StatusCode, ApiError> {
+    state
+        .service
+        .resolve(&caller.tenant, &model.name, model.version()?)?;
+    Ok(StatusCode::OK)
+}
+
+/// `GET /v2/models/{name}[/versions/{v}]/config`: a minimal Triton-style model config.
+async fn model_config(
+    State(state): State<AppState>,
+    Tenant(caller): Tenant,
+    Path(model): Path<ModelPath>,
+) -> Result<Json<ModelConfig>, ApiError> {
+    let info = state
+        .service
+        .describe(&caller.tenant, &model.name, model.version()?)?;
+    Ok(Json(ModelConfig::from(&info)))
+}
+
+/// `POST /v2/models/{name}[/versions/{v}]/infer`: inputs matched to the signature by name,
+/// outputs named, selected and ordered by `outputs`, `id` echoed, `parameters.timeout`
+/// (microseconds) as the deadline.
+async fn infer(
+    State(state): State<AppState>,
+    Tenant(caller): Tenant,
+    Path(model): Path<ModelPath>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let version = model.version()?;
+    let bytes = read_limited(
+        &headers,
+        body,
+        state.limits.max_request_bytes,
+        state.limits.body_read_timeout,
+    )
+    .await?;
+    let decoded = kserve::decode_infer_request(&bytes);
+    drop(bytes);
+    let request = match decoded {
+        Ok(request) => request,
+        Err(e @ InferRequestError::Body(_)) => {
+            return Err(ApiError::new(Code::InvalidArgument, e.to_string()));
+        }
+        Err(e @ InferRequestError::Input { .. }) => {
+            // A bad value is named after the model is known to exist: an unknown model's
+            // answer does not depend on the body.
+            state
+                .service
+                .resolve(&caller.tenant, &model.name, version)?;
+            return Err(ApiError::new(Code::InvalidArgument, e.to_string()));
+        }
+    };
+    let method = state
+        .service
+        .resolve(&caller.tenant, &model.name, version)?;
+    let signature = method.signature();
+    let args = args_by_name(&signature.inputs, request.inputs)?;
+    let wanted = wanted_outputs(&signature.outputs, request.outputs)?;
+    let timeout = request
+        .timeout_us
+        .map_or(Duration::ZERO, Duration::from_micros);
+    let outputs = state
+        .service
+        .invoke(&caller, &method, args, timeout)
+        .await?;
+    let mut outputs: Vec<Option<Tensor>> = outputs.into_iter().map(Some).collect();
+    let outputs = wanted
+        .into_iter()
+        .map(|i| InferOutput {
+            name: signature.outputs[i].name.clone(),
+            // Each index once (checked by `wanted_outputs`), within the checked output count.
+            tensor: outputs[i]
+                .take()
+                .unwrap_or_else(|| Tensor::vector(Vec::<u8>::new())),
+        })
+        .collect();
+    Ok(Json(InferResponse {
+        model_name: model.name,
+        model_version: method.registration.version.to_string(),
+        id: request.id,
+        outputs,
+    })
+    .into_response())
+}
+
+/// The inputs in the signature's order, each found by its name.
+fn args_by_name(
+    specs: &[wasmrpc_proto::TensorSpec],
+    inputs: Vec<kserve::InferInput>,
+) -> Result<Vec<Tensor>, ApiError> {
+    let invalid = |message: String| ApiError::new(Code::InvalidArgument, message);
+    let expected = || {
+        specs
+            .iter()
+            .map(|s| format!("`{}`", s.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut slots: Vec<Option<Tensor>> = vec![None; specs.len()];
+    for input in inputs {
+        let Some(i) = specs.iter().position(|s| s.name == input.name) else {
+            return Err(invalid(format!(
+                "unknown input `{}`; the model takes {}",
+                input.name,
+                expected()
+            )));
+        };
+        if slots[i].replace(input.tensor).is_some() {
+            return Err(invalid(format!("input `{}` is given twice", input.name)));
+        }
+    }
+    specs
+        .iter()
+        .zip(slots)
+        .map(|(spec, slot)| {
+            slot.ok_or_else(|| {
+                invalid(format!(
+                    "missing input `{}`; the model takes {}",
+                    spec.name,
+                    expected()
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Indices of the outputs to answer with, in the order asked for (all, by default).
+fn wanted_outputs(
+    specs: &[wasmrpc_proto::TensorSpec],
+    requested: Option<Vec<String>>,
+) -> Result<Vec<usize>, ApiError> {
+    let Some(names) = requested else {
+        return Ok((0..specs.len()).collect());
+    };
+    let mut wanted = Vec::with_capacity(names.len());
+    for name in names {
+        let Some(i) = specs.iter().position(|s| s.name == name) else {
+            return Err(ApiError::new(
+                Code::InvalidArgument,
+                format!(
+                    "unknown output `{name}`; the model returns {}",
+                    specs
+                        .iter()
+                        .map(|s| format!("`{}`", s.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        };
+        if wanted.contains(&i) {
+            return Err(ApiError::new(
+                Code::InvalidArgument,
+                format!("output `{name}` is asked for twice"),
+            ));
+        }
+        wanted.push(i);
+    }
+    Ok(wanted)
+}
+
+/// Rewrite every error answer under `/v2` into the protocol's `{"error": "<message>"}`, keeping
+/// its status and headers, with the canonical code in `x-wasmrpc-code`.
+async fn protocol_errors(req: Request, next: axum::middleware::Next) -> Response {
+    let response = next.run(req).await;
+    if response.status().is_success() {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_ERROR_BODY)
+        .await
+        .unwrap_or_default();
+    let (message, code) = match serde_json::from_slice::<wasmrpc_proto::ErrorBody>(&bytes) {
+        Ok(v1) => (v1.error.message, Some(v1.error.code)),
+        // An extractor's plain-text rejection, or an empty body.
+        Err(_) => {
+            let text = String::from_utf8_lossy(&bytes).trim().to_string();
+            let text = if text.is_empty() {
+                parts
+                    .status
+                    .canonical_reason()
+                    .unwrap_or("request failed")
+                    .to_string()
+            } else {
+                text
+            };
+            (text, None)
+        }
+    };
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(headers::JSON),
+    );
+    if let Some(code) = code.and_then(|c| HeaderValue::from_str(c.as_str()).ok()) {
+        parts.headers.insert(headers::CODE, code);
+    }
+    let body = serde_json::to_vec(&kserve::ErrorBody { error: message }).unwrap_or_default();
+    Response::from_parts(parts, Body::from(body))
+}
