@@ -5,8 +5,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use crate::support::compose::with_custom_section;
 use crate::support::{TestServer, guest};
-use crate::uploads::{assert_nothing_stored, with_custom_section};
+use crate::uploads::assert_nothing_stored;
 
 /// Resident memory of a process, in bytes.
 fn rss(pid: u32) -> u64 {

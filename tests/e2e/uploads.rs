@@ -4,6 +4,7 @@ use std::io::Write;
 
 use serde_json::json;
 
+use crate::support::compose::with_custom_section;
 use crate::support::{TestServer, guest, http::read_response};
 
 pub(crate) fn assert_nothing_stored(server: &TestServer) {
@@ -165,34 +166,6 @@ fn a_corrupted_blob_is_detected_on_load_and_never_run() {
         0,
     );
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
-}
-
-/// `component` made distinct by a custom section carrying `n`: a component custom section is id 0,
-/// the section's size and then a name and a payload, so the digest changes and the component
-/// stays valid.
-pub(crate) fn with_custom_section(component: &[u8], n: usize) -> Vec<u8> {
-    fn leb128(mut v: usize, out: &mut Vec<u8>) {
-        loop {
-            let byte = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                out.push(byte);
-                return;
-            }
-            out.push(byte | 0x80);
-        }
-    }
-    let name = b"wasmrpc-e2e";
-    let payload = n.to_string();
-    let mut section = Vec::new();
-    leb128(name.len(), &mut section);
-    section.extend_from_slice(name);
-    section.extend_from_slice(payload.as_bytes());
-    let mut out = component.to_vec();
-    out.push(0);
-    leb128(section.len(), &mut out);
-    out.extend_from_slice(&section);
-    out
 }
 
 /// Open descriptors of a process.

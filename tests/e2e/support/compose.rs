@@ -87,6 +87,19 @@ fn core_module_count(component: &[u8]) -> u32 {
     count
 }
 
+/// `component` made distinct by a custom section carrying `n`: a component custom section is id 0,
+/// then a name and a payload, so the digest changes and the component stays valid.
+pub fn with_custom_section(component: &[u8], n: usize) -> Vec<u8> {
+    let name = b"wasmrpc-e2e";
+    let mut content = Vec::new();
+    leb128(name.len() as u32, &mut content);
+    content.extend_from_slice(name);
+    content.extend_from_slice(n.to_string().as_bytes());
+    let mut out = component.to_vec();
+    push_section(&mut out, 0, &content);
+    out
+}
+
 fn push_section(out: &mut Vec<u8>, id: u8, content: &[u8]) {
     out.push(id);
     leb128(content.len() as u32, out);
