@@ -153,8 +153,7 @@ impl Runtime {
     /// abandoned compiles still running ([`UploadError::CompilesBusy`]).
     pub async fn compile(&self, bytes: Arc<Vec<u8>>) -> Result<Compiled, UploadError> {
         validate::check_bytes(&bytes, self.config.max_component_bytes)?;
-        validate::check_code_limits(&bytes)?;
-        validate::check_declared_memories(&bytes, self.config.memory_per_call)?;
+        validate::check_static_limits(&bytes, self.config.memory_per_call)?;
         let permit = self.compiles.enter().await.map_err(|e| match e {
             GateError::Closed => UploadError::Internal("runtime is shutting down".into()),
             GateError::Busy { abandoned } => UploadError::CompilesBusy { abandoned },

@@ -106,11 +106,10 @@ impl UploadError {
     /// The canonical code of the refusal.
     pub fn code(&self) -> Code {
         match self {
-            UploadError::TooLarge { .. } | UploadError::MemoryOverCap { .. } => {
-                Code::ResourceExhausted
-            }
+            UploadError::TooLarge { .. }
+            | UploadError::MemoryOverCap { .. }
+            | UploadError::CompileMemory { .. } => Code::ResourceExhausted,
             UploadError::CompileTimeout(_) => Code::DeadlineExceeded,
-            UploadError::CompileMemory { .. } => Code::ResourceExhausted,
             UploadError::CompilesBusy { .. } => Code::Unavailable,
             UploadError::Internal(_) => Code::Internal,
             // A busy server is not the component's fault: say so, with the retryable code.
@@ -134,6 +133,7 @@ impl UploadError {
             || matches!(
                 self,
                 UploadError::MemoryOverCap { .. }
+                    | UploadError::CompileMemory { .. }
                     | UploadError::Signatures(GuestFailure::Memory { .. })
             )
     }
@@ -190,10 +190,16 @@ pub const MAX_FUNCTION_BODY_BYTES: usize = 512 << 10;
 /// Locals one function may declare.
 pub const MAX_LOCALS_PER_FUNCTION: u64 = 10_000;
 
-/// Refuse code whose size alone would make compiling it take too long or too much memory: too
-/// many functions, a function body too large, too many locals. Reads the component without
-/// compiling it (malformed bytes are left to the compiler to describe).
-pub fn check_code_limits(bytes: &[u8]) -> Result<(), UploadError> {
+/// Refuse, in one read of the component and without compiling it, what is known to fail from
+/// its declarations alone (malformed bytes are left to the compiler to describe):
+///
+/// - code whose size would make compiling it take too long or too much memory: too many
+///   functions, a function body too large, too many locals ([`UploadError::TooComplex`]);
+/// - a core module memory whose initial size alone is over `memory_cap`, the memory one call may
+///   hold in all, so no call could ever instantiate it ([`UploadError::MemoryOverCap`]; the
+///   pooling allocator would otherwise refuse it during the compile, in its own words). Memories
+///   that fit one by one but not together are refused at instantiation, by the call's limiter.
+pub fn check_static_limits(bytes: &[u8], memory_cap: usize) -> Result<(), UploadError> {
     use wasmparser::{Parser, Payload};
     let mut total: u64 = 0;
     for payload in Parser::new(0).parse_all(bytes) {
@@ -233,42 +239,25 @@ pub fn check_code_limits(bytes: &[u8]) -> Result<(), UploadError> {
                     )));
                 }
             }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// Refuse a component with a core module that declares a linear memory whose initial size alone
-/// is over `cap`, the memory one call may hold in all: instantiating it could never succeed. Read
-/// without compiling, so the refusal costs no compile and names the limit (the pooling allocator
-/// would otherwise refuse it during the compile, in its own words). Memories that fit one by one
-/// but not together are refused when instantiated, by the call's limiter.
-pub fn check_declared_memories(bytes: &[u8], cap: usize) -> Result<(), UploadError> {
-    use wasmparser::{Parser, Payload};
-    for payload in Parser::new(0).parse_all(bytes) {
-        // Malformed bytes are left to the compiler to describe.
-        let Ok(payload) = payload else {
-            return Ok(());
-        };
-        let Payload::MemorySection(reader) = payload else {
-            continue;
-        };
-        for memory in reader {
-            let Ok(memory) = memory else {
-                return Ok(());
-            };
-            // Pages are 64 KiB unless the module says otherwise (custom page sizes).
-            let page = 1u128
-                .checked_shl(memory.page_size_log2.unwrap_or(16))
-                .unwrap_or(u128::MAX);
-            let declared = u128::from(memory.initial).saturating_mul(page);
-            if declared > cap as u128 {
-                return Err(UploadError::MemoryOverCap {
-                    declared: u64::try_from(declared).unwrap_or(u64::MAX),
-                    cap,
-                });
+            Payload::MemorySection(reader) => {
+                for memory in reader {
+                    let Ok(memory) = memory else {
+                        return Ok(());
+                    };
+                    // Pages are 64 KiB unless the module says otherwise (custom page sizes).
+                    let page = 1u128
+                        .checked_shl(memory.page_size_log2.unwrap_or(16))
+                        .unwrap_or(u128::MAX);
+                    let declared = u128::from(memory.initial).saturating_mul(page);
+                    if declared > memory_cap as u128 {
+                        return Err(UploadError::MemoryOverCap {
+                            declared: u64::try_from(declared).unwrap_or(u64::MAX),
+                            cap: memory_cap,
+                        });
+                    }
+                }
             }
+            _ => {}
         }
     }
     Ok(())
@@ -357,25 +346,28 @@ mod tests {
         assert!(check_bytes(&COMPONENT_PREAMBLE, 100).is_ok());
     }
 
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                break;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+
+    /// Section `id` of `content`, appended to `out`.
+    fn section(id: u8, content: &[u8], out: &mut Vec<u8>) {
+        out.push(id);
+        leb(content.len(), out);
+        out.extend_from_slice(content);
+    }
+
     /// A component holding one core module with one function of `body` instruction bytes and
     /// `locals` i32 locals.
     fn component_with_function(locals: u32, body: &[u8]) -> Vec<u8> {
-        fn leb(mut n: usize, out: &mut Vec<u8>) {
-            loop {
-                let byte = (n & 0x7f) as u8;
-                n >>= 7;
-                if n == 0 {
-                    out.push(byte);
-                    break;
-                }
-                out.push(byte | 0x80);
-            }
-        }
-        fn section(id: u8, content: &[u8], out: &mut Vec<u8>) {
-            out.push(id);
-            leb(content.len(), out);
-            out.extend_from_slice(content);
-        }
         let mut func = Vec::new();
         leb(1, &mut func); // one group of locals
         leb(locals as usize, &mut func);
@@ -397,27 +389,15 @@ mod tests {
 
     /// A component holding the core module `wat` (text).
     fn component_of(wat: &str) -> Vec<u8> {
-        let module = wat::parse_str(wat).unwrap();
         let mut component = COMPONENT_PREAMBLE.to_vec();
-        component.push(1); // a core module section
-        let mut len = module.len();
-        loop {
-            let byte = (len & 0x7f) as u8;
-            len >>= 7;
-            if len == 0 {
-                component.push(byte);
-                break;
-            }
-            component.push(byte | 0x80);
-        }
-        component.extend_from_slice(&module);
+        section(1, &wat::parse_str(wat).unwrap(), &mut component); // a core module section
         component
     }
 
     #[test]
     fn a_memory_declared_over_the_cap_is_refused_naming_the_cap() {
         let cap = 64 << 20;
-        let check = |wat: &str| check_declared_memories(&component_of(wat), cap);
+        let check = |wat: &str| check_static_limits(&component_of(wat), cap);
         // Exactly the cap fits; one 64 KiB page more does not.
         assert!(check("(module (memory 1024))").is_ok());
         let err = check("(module (memory 1025))").unwrap_err();
@@ -465,15 +445,21 @@ mod tests {
 
     #[test]
     fn code_too_large_to_compile_is_refused_before_compiling() {
-        assert!(check_code_limits(&component_with_function(10, &[0x01; 100])).is_ok());
+        assert!(
+            check_static_limits(&component_with_function(10, &[0x01; 100]), usize::MAX).is_ok()
+        );
         let huge_body = component_with_function(1, &vec![0x01; MAX_FUNCTION_BODY_BYTES + 1]);
-        let err = check_code_limits(&huge_body).unwrap_err().to_string();
+        let err = check_static_limits(&huge_body, usize::MAX)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("function body") && err.contains("524288"),
             "{err}"
         );
         let many_locals = component_with_function(40_000, &[0x01]);
-        let err = check_code_limits(&many_locals).unwrap_err().to_string();
+        let err = check_static_limits(&many_locals, usize::MAX)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("40000 locals"), "{err}");
         assert_eq!(
             UploadError::TooComplex(String::new()).code(),
