@@ -8,7 +8,27 @@ use axum::http::HeaderMap;
 use http_body_util::BodyExt;
 use wasmrpc_proto::Code;
 
+use super::HttpLimits;
 use super::error::ApiError;
+
+/// The body of a call (`/v1/…/call`, `/v2/…/infer`): at most `max_request_bytes`, within the
+/// body timeout.
+///
+/// # Errors
+/// As [`read_limited`].
+pub async fn read_call_body(
+    limits: &HttpLimits,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Bytes, ApiError> {
+    read_limited(
+        headers,
+        body,
+        limits.max_request_bytes,
+        limits.body_read_timeout,
+    )
+    .await
+}
 
 /// Read the whole body, at most `limit` bytes, within `timeout` of starting to read it.
 ///

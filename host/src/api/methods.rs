@@ -12,7 +12,7 @@ use wasmrpc_proto::{CallRequest, CallResponse, Code, DeleteResponse, MethodList,
 
 use super::AppState;
 use super::auth::Tenant;
-use super::body::read_limited;
+use super::body::{read_call_body, read_limited};
 use super::error::ApiError;
 use super::path::MethodName;
 use super::query::ApiQuery;
@@ -112,13 +112,7 @@ pub async fn call(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let bytes = read_limited(
-        &headers,
-        body,
-        state.limits.max_request_bytes,
-        state.limits.body_read_timeout,
-    )
-    .await?;
+    let bytes = read_call_body(&state.limits, &headers, body).await?;
     // One pass over the body: each argument goes straight into its tensor. A body that is not a
     // call request is refused before the method is looked up; a bad argument after, so that its
     // message can name the argument.

@@ -22,7 +22,7 @@ use wasmrpc_proto::{Code, Tensor, headers};
 
 use super::AppState;
 use super::auth::Tenant;
-use super::body::read_limited;
+use super::body::read_call_body;
 use super::error::ApiError;
 
 /// Error bodies above this size are not rewritten (none of ours comes near it).
@@ -154,32 +154,18 @@ async fn infer(
     body: Body,
 ) -> Result<Response, ApiError> {
     let version = model.version()?;
-    let bytes = read_limited(
-        &headers,
-        body,
-        state.limits.max_request_bytes,
-        state.limits.body_read_timeout,
-    )
-    .await?;
+    let bytes = read_call_body(&state.limits, &headers, body).await?;
     let decoded = kserve::decode_infer_request(&bytes);
     drop(bytes);
-    let request = match decoded {
-        Ok(request) => request,
-        Err(e @ InferRequestError::Body(_)) => {
-            return Err(ApiError::new(Code::InvalidArgument, e.to_string()));
-        }
-        Err(e @ InferRequestError::Input { .. }) => {
-            // A bad value is named after the model is known to exist: an unknown model's
-            // answer does not depend on the body.
-            state
-                .service
-                .resolve(&caller.tenant, &model.name, version)?;
-            return Err(ApiError::new(Code::InvalidArgument, e.to_string()));
-        }
-    };
+    // A body that is not an infer request is refused before the model is looked up; a bad
+    // input after, so that an unknown model's answer does not depend on the body.
+    if let Err(e @ InferRequestError::Body(_)) = &decoded {
+        return Err(ApiError::new(Code::InvalidArgument, e.to_string()));
+    }
     let method = state
         .service
         .resolve(&caller.tenant, &model.name, version)?;
+    let request = decoded.map_err(|e| ApiError::new(Code::InvalidArgument, e.to_string()))?;
     let signature = method.signature();
     let args = args_by_name(&signature.inputs, request.inputs)?;
     let wanted = wanted_outputs(&signature.outputs, request.outputs)?;
