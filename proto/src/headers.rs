@@ -16,3 +16,10 @@ pub const WASM: &str = "application/wasm";
 /// The canonical code of a failed `/v2` call (`NOT_FOUND`, `DEADLINE_EXCEEDED`…), beside the
 /// protocol's `{"error": "..."}` body, which has no room for it.
 pub const CODE: &str = "x-wasmrpc-code";
+
+/// The binary tensor data extension's header: the length of the JSON header at the start of an
+/// infer request or response body, binary tensor data following it.
+pub const INFERENCE_HEADER_CONTENT_LENGTH: &str = "inference-header-content-length";
+
+/// The media type of a body that carries binary tensor data.
+pub const OCTET_STREAM: &str = "application/octet-stream";

@@ -3,6 +3,8 @@
 //! This is the same layout the WIT `tensor` record uses, so the host passes it to guests without
 //! re-encoding. Typed access goes through the sealed [`Element`] trait.
 
+use bytes::Bytes;
+
 use crate::dtype::DType;
 
 /// Why a tensor could not be built or read.
@@ -157,6 +159,19 @@ pub fn element_count(shape: &[u64]) -> Result<u64, TensorError> {
 /// ```
 pub fn split_strings(data: &[u8]) -> Result<Vec<&[u8]>, TensorError> {
     let mut out = Vec::new();
+    for_each_string(data, |elem| out.push(elem))?;
+    Ok(out)
+}
+
+/// How many length-prefixed string elements `data` holds, checking every prefix without
+/// collecting the elements.
+fn count_strings(data: &[u8]) -> Result<u64, TensorError> {
+    let mut count = 0u64;
+    for_each_string(data, |_| count += 1)?;
+    Ok(count)
+}
+
+fn for_each_string<'a>(data: &'a [u8], mut each: impl FnMut(&'a [u8])) -> Result<(), TensorError> {
     let mut rest = data;
     while !rest.is_empty() {
         let Some((len, tail)) = rest.split_first_chunk::<4>() else {
@@ -171,10 +186,10 @@ pub fn split_strings(data: &[u8]) -> Result<Vec<&[u8]>, TensorError> {
             )));
         }
         let (elem, tail) = tail.split_at(len);
-        out.push(elem);
+        each(elem);
         rest = tail;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Append one length-prefixed string element.
@@ -207,7 +222,9 @@ pub fn push_string(out: &mut Vec<u8>, elem: &[u8]) {
 pub struct Tensor {
     dtype: DType,
     shape: Vec<u64>,
-    data: Vec<u8>,
+    // Shared, so that a tensor cut out of a request body (the binary infer form) or cloned for a
+    // retry costs no copy of its data.
+    data: Bytes,
 }
 
 impl Tensor {
@@ -223,7 +240,12 @@ impl Tensor {
     /// assert_eq!(t.to_vec::<u16>().unwrap(), vec![1, 256]);
     /// assert!(Tensor::from_raw(DType::UInt16, vec![2], vec![1, 0, 0]).is_err());
     /// ```
-    pub fn from_raw(dtype: DType, shape: Vec<u64>, data: Vec<u8>) -> Result<Self, TensorError> {
+    pub fn from_raw(
+        dtype: DType,
+        shape: Vec<u64>,
+        data: impl Into<Bytes>,
+    ) -> Result<Self, TensorError> {
+        let data = data.into();
         let count = element_count(&shape)?;
         match dtype.size() {
             Some(size) => {
@@ -246,7 +268,7 @@ impl Tensor {
                 }
             }
             None => {
-                let actual = split_strings(&data)?.len() as u64;
+                let actual = count_strings(&data)?;
                 if actual != count {
                     return Err(TensorError::ElementCount {
                         shape,
@@ -290,7 +312,7 @@ impl Tensor {
         Ok(Tensor {
             dtype: T::DTYPE,
             shape,
-            data,
+            data: data.into(),
         })
     }
 
@@ -306,7 +328,7 @@ impl Tensor {
         Tensor {
             dtype: T::DTYPE,
             shape,
-            data,
+            data: data.into(),
         }
     }
 
@@ -368,7 +390,7 @@ impl Tensor {
         Ok(Tensor {
             dtype: DType::String,
             shape,
-            data,
+            data: data.into(),
         })
     }
 
@@ -410,7 +432,19 @@ impl Tensor {
     /// assert_eq!((dtype, shape, data), (DType::UInt8, vec![], vec![1]));
     /// ```
     pub fn into_parts(self) -> (DType, Vec<u64>, Vec<u8>) {
-        (self.dtype, self.shape, self.data)
+        // No copy when this tensor holds the only reference to its whole buffer.
+        (self.dtype, self.shape, Vec::from(self.data))
+    }
+
+    /// The raw bytes as a shared buffer: cloning it, or slicing it, copies nothing.
+    ///
+    /// ```
+    /// use wasmrpc_proto::Tensor;
+    /// let t = Tensor::vector(vec![1u8, 2, 3]);
+    /// assert_eq!(t.raw_bytes().slice(1..), &[2u8, 3][..]);
+    /// ```
+    pub fn raw_bytes(&self) -> &Bytes {
+        &self.data
     }
 
     /// How many elements the tensor holds (1 for a scalar).

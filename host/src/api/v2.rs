@@ -12,7 +12,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use wasmrpc_proto::kserve::{
@@ -22,7 +22,7 @@ use wasmrpc_proto::{Code, Tensor, headers};
 
 use super::AppState;
 use super::auth::Tenant;
-use super::body::read_call_body;
+use super::body::{Chunks, read_call_body};
 use super::error::ApiError;
 
 /// Error bodies above this size are not rewritten (none of ours comes near it).
@@ -80,12 +80,15 @@ impl ModelPath {
     }
 }
 
-/// `GET /v2`: server metadata. No protocol extension is advertised until it is implemented.
+/// The protocol extensions implemented, under the names Triton gives them.
+const EXTENSIONS: &[&str] = &["binary_tensor_data"];
+
+/// `GET /v2`: server metadata, advertising exactly the extensions implemented.
 async fn server_metadata() -> Json<ServerMetadata> {
     Json(ServerMetadata {
         name: "wasmrpc".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        extensions: Vec::new(),
+        extensions: EXTENSIONS.iter().map(|e| e.to_string()).collect(),
     })
 }
 
@@ -145,7 +148,8 @@ async fn model_config(
 
 /// `POST /v2/models/{name}[/versions/{v}]/infer`: inputs matched to the signature by name,
 /// outputs named, selected and ordered by `outputs`, `id` echoed, `parameters.timeout`
-/// (microseconds) as the deadline.
+/// (microseconds) as the deadline. Inputs come as JSON or as binary tensor data after a JSON
+/// header (`Inference-Header-Content-Length`), outputs go back in the form each asks for.
 async fn infer(
     State(state): State<AppState>,
     Tenant(caller): Tenant,
@@ -154,8 +158,10 @@ async fn infer(
     body: Body,
 ) -> Result<Response, ApiError> {
     let version = model.version()?;
+    let header_length = inference_header_length(&headers)?;
     let bytes = read_call_body(&state.limits, &headers, body).await?;
-    let decoded = kserve::decode_infer_request(&bytes);
+    // Binary inputs keep slices of `bytes` alive; nothing else of the body is kept.
+    let decoded = kserve::decode_infer_request(&bytes, header_length);
     drop(bytes);
     // A body that is not an infer request is refused before the model is looked up; a bad
     // input after, so that an unknown model's answer does not depend on the body.
@@ -167,11 +173,11 @@ async fn infer(
         .resolve(&caller.tenant, &model.name, version)?;
     let request = decoded.map_err(|e| ApiError::new(Code::InvalidArgument, e.to_string()))?;
     let signature = method.signature();
-    let args = args_by_name(&signature.inputs, request.inputs)?;
-    let wanted = wanted_outputs(&signature.outputs, request.outputs)?;
+    let wanted = wanted_outputs(&signature.outputs, &request)?;
     let timeout = request
         .timeout_us
         .map_or(Duration::ZERO, Duration::from_micros);
+    let args = args_by_name(&signature.inputs, request.inputs)?;
     let outputs = state
         .service
         .invoke(&caller, &method, args, timeout)
@@ -179,21 +185,70 @@ async fn infer(
     let mut outputs: Vec<Option<Tensor>> = outputs.into_iter().map(Some).collect();
     let outputs = wanted
         .into_iter()
-        .map(|i| InferOutput {
+        .map(|(i, binary)| InferOutput {
             name: signature.outputs[i].name.clone(),
             // Each index once (checked by `wanted_outputs`), within the checked output count.
             tensor: outputs[i]
                 .take()
                 .unwrap_or_else(|| Tensor::vector(Vec::<u8>::new())),
+            binary,
         })
         .collect();
-    Ok(Json(InferResponse {
+    let encoded = kserve::encode_infer_response(&InferResponse {
         model_name: model.name,
         model_version: method.registration.version.to_string(),
         id: request.id,
         outputs,
     })
-    .into_response())
+    .map_err(|e| ApiError::new(Code::Internal, format!("encoding the outputs failed: {e}")))?;
+    Ok(infer_response(encoded))
+}
+
+/// The `Inference-Header-Content-Length` request header, when there is one.
+fn inference_header_length(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(value) = headers.get(headers::INFERENCE_HEADER_CONTENT_LENGTH) else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::new(
+                Code::InvalidArgument,
+                format!(
+                    "Inference-Header-Content-Length must be a whole number of bytes, not {:?}",
+                    String::from_utf8_lossy(value.as_bytes())
+                ),
+            )
+        })
+}
+
+/// An encoded infer response as HTTP: JSON, or a JSON header and binary outputs, sent as the
+/// separate buffers they are (the outputs' bytes are not copied into one body).
+fn infer_response(encoded: kserve::EncodedResponse) -> Response {
+    let mut response = Response::new(Body::new(Chunks::new(encoded.chunks)));
+    let headers = response.headers_mut();
+    match encoded.header_length {
+        None => {
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(headers::JSON),
+            );
+        }
+        Some(n) => {
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(headers::OCTET_STREAM),
+            );
+            headers.insert(
+                headers::INFERENCE_HEADER_CONTENT_LENGTH,
+                HeaderValue::from(n),
+            );
+        }
+    }
+    response
 }
 
 /// The inputs in the signature's order, each found by its name.
@@ -237,17 +292,21 @@ fn args_by_name(
         .collect()
 }
 
-/// Indices of the outputs to answer with, in the order asked for (all, by default).
+/// The outputs to answer with, as indices into the signature's outputs and whether each goes
+/// in binary, in the order asked for (all, by default).
 fn wanted_outputs(
     specs: &[wasmrpc_proto::TensorSpec],
-    requested: Option<Vec<String>>,
-) -> Result<Vec<usize>, ApiError> {
-    let Some(names) = requested else {
-        return Ok((0..specs.len()).collect());
+    request: &kserve::InferRequest,
+) -> Result<Vec<(usize, bool)>, ApiError> {
+    let Some(requested) = &request.outputs else {
+        return Ok((0..specs.len())
+            .map(|i| (i, request.wants_binary(None)))
+            .collect());
     };
-    let mut wanted = Vec::with_capacity(names.len());
-    for name in names {
-        let Some(i) = specs.iter().position(|s| s.name == name) else {
+    let mut wanted: Vec<(usize, bool)> = Vec::with_capacity(requested.len());
+    for output in requested {
+        let name = &output.name;
+        let Some(i) = specs.iter().position(|s| &s.name == name) else {
             return Err(ApiError::new(
                 Code::InvalidArgument,
                 format!(
@@ -260,13 +319,13 @@ fn wanted_outputs(
                 ),
             ));
         };
-        if wanted.contains(&i) {
+        if wanted.iter().any(|&(w, _)| w == i) {
             return Err(ApiError::new(
                 Code::InvalidArgument,
                 format!("output `{name}` is asked for twice"),
             ));
         }
-        wanted.push(i);
+        wanted.push((i, request.wants_binary(Some(output))));
     }
     Ok(wanted)
 }

@@ -7,7 +7,12 @@ wasmtime::component::bindgen!({
     path: "../wit",
     world: "tensor-function",
     exports: { default: async },
+    // Arguments are lowered from borrowed slices (`TensorParam<'_>`): a tensor's bytes go from the
+    // request body into the guest's memory with no owned copy in between.
+    ownership: Borrowing { duplicate_if_necessary: true },
 });
 
 pub use wasmrpc::tensor::log::Level;
-pub use wasmrpc::tensor::types::{Dtype, Error as GuestError, MethodSignature, Tensor, TensorSpec};
+pub use wasmrpc::tensor::types::{
+    Dtype, Error as GuestError, MethodSignature, TensorParam, TensorResult, TensorSpec,
+};

@@ -46,13 +46,13 @@ pub fn dtype_to_wit(d: DType) -> Dtype {
     }
 }
 
-/// A wire tensor as the guest receives it.
-pub fn tensor_to_wit(t: Tensor) -> bindings::Tensor {
-    let (dtype, shape, data) = t.into_parts();
-    bindings::Tensor {
-        dtype: dtype_to_wit(dtype),
-        shape,
-        data,
+/// A wire tensor as the guest receives it: borrowed, so lowering copies its bytes straight from
+/// wherever they are (a request body, for the binary infer form) into the guest's memory.
+pub fn tensor_to_wit(t: &Tensor) -> bindings::TensorParam<'_> {
+    bindings::TensorParam {
+        dtype: dtype_to_wit(t.dtype()),
+        shape: t.shape(),
+        data: t.raw_data(),
     }
 }
 
@@ -60,7 +60,7 @@ pub fn tensor_to_wit(t: Tensor) -> bindings::Tensor {
 ///
 /// # Errors
 /// The tensor's bytes do not match its dtype and shape.
-pub fn tensor_from_wit(t: bindings::Tensor) -> Result<Tensor, wasmrpc_proto::TensorError> {
+pub fn tensor_from_wit(t: bindings::TensorResult) -> Result<Tensor, wasmrpc_proto::TensorError> {
     Tensor::from_raw(dtype_from_wit(t.dtype), t.shape, t.data)
 }
 

@@ -300,7 +300,7 @@ impl Runtime {
     ) -> Result<Vec<Tensor>, GuestFailure> {
         let memory = memory.min(self.config.memory_per_call);
         let (mut store, log) = self.new_store(deadline.saturating_sub(started.elapsed()), memory);
-        let wit_args: Vec<_> = args.into_iter().map(convert::tensor_to_wit).collect();
+        let wit_args: Vec<_> = args.iter().map(convert::tensor_to_wit).collect();
         let result = async {
             let instance = module.pre.instantiate_async(&mut store).await?;
             instance
@@ -310,6 +310,7 @@ impl Runtime {
         }
         .await;
         drop(wit_args);
+        drop(args);
         let (text, dropped) = log.contents();
         if !text.is_empty() {
             // The head, and after a flood also the end the head had no room for.
@@ -331,7 +332,7 @@ impl Runtime {
         &self,
         module: &Module,
         method: &str,
-        outputs: Vec<bindings::Tensor>,
+        outputs: Vec<bindings::TensorResult>,
     ) -> Result<Vec<Tensor>, GuestFailure> {
         let total: usize = outputs.iter().map(|t| t.data.len()).sum();
         if total > self.config.max_output_bytes {
