@@ -59,7 +59,7 @@ pub mod transport;
 mod test_support;
 
 pub use client::{Client, ClientBuilder, MethodHandle, StatusOrResult};
-pub use options::ClientOptions;
+pub use options::{ClientOptions, Encoding};
 pub use wasmrpc_proto::{
     CallRequest, CallResponse, Code, DType, DeleteResponse, Dim, Element, ErrorBody, MethodInfo,
     MethodList, MethodSignature, Tensor, TensorError, TensorSpec,

@@ -31,6 +31,26 @@ pub struct ClientOptions {
     /// `-----BEGIN CERTIFICATE-----` blocks). The webpki roots are always trusted; `http`
     /// ignores these.
     pub ca_certs_pem: Vec<Vec<u8>>,
+    /// How tensors travel on calls: [`Encoding::Binary`] unless set.
+    pub encoding: Encoding,
+}
+
+/// How a call's tensors travel.
+///
+/// ```
+/// use wasmrpc_client::{ClientOptions, Encoding};
+/// assert_eq!(ClientOptions::default().encoding, Encoding::Binary);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Encoding {
+    /// The KServe v2 infer route with binary tensor data: each tensor's little-endian bytes after
+    /// a small JSON header, both ways. The default: nothing is turned into text and back.
+    #[default]
+    Binary,
+    /// The v1 call route in JSON, every element a number or a string: readable on the wire, and
+    /// what curl sends.
+    Json,
 }
 
 impl ClientOptions {
@@ -56,6 +76,18 @@ impl ClientOptions {
         self.ca_certs_pem.push(pem.into());
         self
     }
+
+    /// Send and receive tensors as `encoding`.
+    ///
+    /// ```
+    /// use wasmrpc_client::{ClientOptions, Encoding};
+    /// let options = ClientOptions::default().with_encoding(Encoding::Json);
+    /// assert_eq!(options.encoding, Encoding::Json);
+    /// ```
+    pub fn with_encoding(mut self, encoding: Encoding) -> Self {
+        self.encoding = encoding;
+        self
+    }
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -67,6 +99,7 @@ impl std::fmt::Debug for ClientOptions {
                 "ca_certs_pem",
                 &format_args!("{} PEM file(s)", self.ca_certs_pem.len()),
             )
+            .field("encoding", &self.encoding)
             .finish()
     }
 }

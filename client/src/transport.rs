@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderValue, Method, Request, StatusCode, Uri, header};
+use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, header};
 use http_body_util::{BodyExt, Full};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client as HyperClient;
@@ -185,6 +185,30 @@ impl Transport {
         path_and_query: &str,
         body: Option<(Bytes, &'static str)>,
     ) -> Result<Bytes, Error> {
+        self.exchange(method, path_and_query, body, &[])
+            .await
+            .map(|(_, body)| body)
+    }
+
+    /// [`Transport::send`] with `extra` request headers, answering the response's headers too
+    /// (the binary infer form frames its body with one).
+    ///
+    /// # Errors
+    /// As [`Transport::send`]. A `/v2` error (`{"error": "..."}`) carries the code the server
+    /// put in `x-wasmrpc-code`, or one made from the status.
+    ///
+    /// ```no_run
+    /// # async fn demo(t: wasmrpc_client::transport::Transport) -> Result<(), wasmrpc_client::Error> {
+    /// let (headers, body) = t.exchange(http::Method::GET, "/v2", None, &[]).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn exchange(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        body: Option<(Bytes, &'static str)>,
+        extra: &[(&'static str, HeaderValue)],
+    ) -> Result<(HeaderMap, Bytes), Error> {
         let uri = format!("{}{}", self.base, path_and_query);
         let mut req = Request::builder()
             .method(method)
@@ -192,6 +216,9 @@ impl Transport {
             .header(CLIENT_NAME_HEADER, self.name.clone());
         if let Some(key) = &self.key {
             req = req.header(header::AUTHORIZATION, key.clone());
+        }
+        for (name, value) in extra {
+            req = req.header(*name, value.clone());
         }
         let (bytes, content_type) = body.unwrap_or((Bytes::new(), "application/json"));
         let req = req
@@ -223,17 +250,16 @@ impl Transport {
                 format!("cannot reach the server at {}: {chain}{hint}", self.base),
             )
         })?;
-        let status = response.status();
-        let body = response
-            .into_body()
+        let (parts, body) = response.into_parts();
+        let body = body
             .collect()
             .await
             .map_err(|e| Error::new(Code::Unavailable, format!("reading the answer failed: {e}")))?
             .to_bytes();
-        if status.is_success() {
-            Ok(body)
+        if parts.status.is_success() {
+            Ok((parts.headers, body))
         } else {
-            Err(error_from_response(status, &body))
+            Err(error_from_response(parts.status, &parts.headers, &body))
         }
     }
 }
@@ -284,16 +310,26 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-/// The error an unsuccessful answer carries, or one made from its status.
-fn error_from_response(status: StatusCode, body: &[u8]) -> Error {
-    match serde_json::from_slice::<ErrorBody>(body) {
-        Ok(b) => b.into(),
-        Err(_) => Error::new(
-            Code::from_http_status(status.as_u16()),
-            format!(
-                "the server answered {status}: {}",
-                String::from_utf8_lossy(&body[..body.len().min(512)])
-            ),
-        ),
+/// The error an unsuccessful answer carries: a v1 error body, a v2 one with its code in
+/// `x-wasmrpc-code`, or one made from the status.
+fn error_from_response(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> Error {
+    if let Ok(b) = serde_json::from_slice::<ErrorBody>(body) {
+        return b.into();
     }
+    let from_status = || Code::from_http_status(status.as_u16());
+    if let Ok(v2) = serde_json::from_slice::<wasmrpc_proto::kserve::ErrorBody>(body) {
+        let code = headers
+            .get(wasmrpc_proto::headers::CODE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<Code>().ok())
+            .unwrap_or_else(from_status);
+        return Error::new(code, v2.error);
+    }
+    Error::new(
+        from_status(),
+        format!(
+            "the server answered {status}: {}",
+            String::from_utf8_lossy(&body[..body.len().min(512)])
+        ),
+    )
 }

@@ -11,8 +11,9 @@
 pub mod infer;
 
 pub use infer::{
-    EncodedResponse, InferInput, InferOutput, InferRequest, InferRequestError, InferResponse,
-    RequestedOutput, decode_infer_request, encode_infer_response,
+    EncodedRequest, EncodedResponse, InferInput, InferOutput, InferRequest, InferRequestError,
+    InferResponse, RequestedOutput, decode_infer_request, decode_infer_response,
+    encode_infer_request, encode_infer_response,
 };
 
 use crate::dtype::DType;

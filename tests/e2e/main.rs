@@ -4,6 +4,7 @@
 mod support;
 
 mod cli;
+mod client_encodings;
 mod client_sdk;
 mod compiles;
 mod embedded;

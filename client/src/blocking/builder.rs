@@ -93,6 +93,19 @@ impl ClientBuilder {
         }
     }
 
+    /// How calls send and receive tensors: [`Encoding::Binary`](crate::Encoding::Binary) (the
+    /// default) or [`Encoding::Json`](crate::Encoding::Json).
+    ///
+    /// ```no_run
+    /// let builder = wasmrpc_client::blocking::Client::builder("http", "127.0.0.1:8080")
+    ///     .encoding(wasmrpc_client::Encoding::Json);
+    /// ```
+    pub fn encoding(self, encoding: crate::Encoding) -> Self {
+        ClientBuilder {
+            inner: self.inner.encoding(encoding),
+        }
+    }
+
     /// Start the runtime thread, connect and fetch the server's methods, within the timeout.
     ///
     /// # Errors

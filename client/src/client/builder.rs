@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::{Client, address, with_timeout};
 use crate::error::Error;
-use crate::options::ClientOptions;
+use crate::options::{ClientOptions, Encoding};
 use crate::transport::Transport;
 
 /// The name a client sends when [`ClientBuilder::name`] is not called.
@@ -108,6 +108,23 @@ impl ClientBuilder {
         self
     }
 
+    /// How calls send and receive tensors: [`Encoding::Binary`] (the default) or
+    /// [`Encoding::Json`].
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), wasmrpc_client::Error> {
+    /// use wasmrpc_client::Encoding;
+    /// let client = wasmrpc_client::Client::builder("http", "127.0.0.1:8080")
+    ///     .encoding(Encoding::Json)
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn encoding(mut self, encoding: Encoding) -> Self {
+        self.options = self.options.with_encoding(encoding);
+        self
+    }
+
     /// Connect and fetch the server's methods, within the timeout.
     ///
     /// With rpc layer `"https"` calls go over one HTTP/2 connection negotiated by TLS ALPN, and
@@ -128,7 +145,7 @@ impl ClientBuilder {
     pub async fn connect(self) -> Result<Client, Error> {
         let base = address::base_url(&self.rpc_layer, &self.address)?;
         let transport = Transport::with_options(&base, &self.name, &self.options)?;
-        let client = Client::new(transport, self.name, self.timeout);
+        let client = Client::new(transport, self.name, self.timeout, self.options.encoding);
         with_timeout(self.timeout, "creating the client", client.refresh()).await?;
         Ok(client)
     }

@@ -6,9 +6,10 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::Method;
+use http::{HeaderValue, Method};
+use wasmrpc_proto::{headers, kserve};
 
-use super::{Client, StatusOrResult, check_name, decode};
+use super::{Client, Encoding, StatusOrResult, check_name, decode};
 use crate::code::Code;
 use crate::error::Error;
 use crate::signature::TensorSpec;
@@ -166,7 +167,45 @@ impl Client {
             .await
     }
 
+    /// Send one call in the client's encoding, within `timeout` plus a grace for the server's
+    /// own DEADLINE_EXCEEDED.
     async fn send_call(
+        &self,
+        name: &str,
+        version: Option<u32>,
+        args: Vec<Tensor>,
+        timeout: Duration,
+    ) -> Result<Vec<Tensor>, Error> {
+        let call = async {
+            match self.inner.encoding {
+                Encoding::Json => self.send_json_call(name, version, args, timeout).await,
+                Encoding::Binary => self.send_binary_call(name, version, args, timeout).await,
+            }
+        };
+        let limit = if timeout.is_zero() {
+            Duration::ZERO
+        } else {
+            timeout + CLIENT_DEADLINE_GRACE
+        };
+        if limit.is_zero() {
+            return call.await;
+        }
+        // Past the grace the server has not answered; the message names the caller's timeout,
+        // not the grace added to it.
+        tokio::time::timeout(limit, call).await.map_err(|_| {
+            Error::new(
+                Code::DeadlineExceeded,
+                format!(
+                    "the call to `{name}` did not finish within its timeout of {} ms \
+                     (no answer from the server)",
+                    timeout.as_millis()
+                ),
+            )
+        })?
+    }
+
+    /// The v1 call route, in JSON.
+    async fn send_json_call(
         &self,
         name: &str,
         version: Option<u32>,
@@ -182,35 +221,163 @@ impl Client {
             Some(v) => format!("/v1/methods/{name}/call?version={v}"),
             None => format!("/v1/methods/{name}/call"),
         };
-        let send = self.inner.transport.send(
-            Method::POST,
-            &path,
-            Some((Bytes::from(body), "application/json")),
-        );
-        let limit = if timeout.is_zero() {
-            Duration::ZERO
-        } else {
-            timeout + CLIENT_DEADLINE_GRACE
-        };
-        let answer = if limit.is_zero() {
-            send.await?
-        } else {
-            // Past the grace the server has not answered; the message names the caller's
-            // timeout, not the grace added to it.
-            tokio::time::timeout(limit, send).await.map_err(|_| {
-                Error::new(
-                    Code::DeadlineExceeded,
-                    format!(
-                        "the call to `{name}` did not finish within its timeout of {} ms \
-                         (no answer from the server)",
-                        timeout.as_millis()
-                    ),
-                )
-            })??
-        };
+        let answer = self
+            .inner
+            .transport
+            .send(
+                Method::POST,
+                &path,
+                Some((Bytes::from(body), headers::JSON)),
+            )
+            .await?;
         let response: CallResponse = decode(&answer)?;
         Ok(response.outputs)
     }
+
+    /// The v2 infer route with binary tensor data both ways. Inputs go by name, so the names
+    /// come from the method list (or the model's metadata); when the server says they are stale
+    /// (the method was registered again with other inputs), they are fetched again and the call
+    /// is sent once more.
+    async fn send_binary_call(
+        &self,
+        name: &str,
+        version: Option<u32>,
+        args: Vec<Tensor>,
+        timeout: Duration,
+    ) -> Result<Vec<Tensor>, Error> {
+        let names = self.input_names(name, version).await?;
+        match self.infer(name, version, &names, &args, timeout).await {
+            Err(e) if e.is_invalid_argument() && stale_names(&e) => {
+                self.forget_input_names(name, version).await;
+                let names = self.input_names(name, version).await?;
+                self.infer(name, version, &names, &args, timeout).await
+            }
+            other => other,
+        }
+    }
+
+    async fn infer(
+        &self,
+        name: &str,
+        version: Option<u32>,
+        names: &[String],
+        args: &[Tensor],
+        timeout: Duration,
+    ) -> Result<Vec<Tensor>, Error> {
+        if names.len() != args.len() {
+            return Err(Error::new(
+                Code::InvalidArgument,
+                format!(
+                    "`{name}` takes {} argument(s) ({}), got {}",
+                    names.len(),
+                    names.join(", "),
+                    args.len()
+                ),
+            ));
+        }
+        let inputs: Vec<(&str, &Tensor)> = names.iter().map(String::as_str).zip(args).collect();
+        let timeout_us = (!timeout.is_zero())
+            .then(|| u64::try_from(timeout.as_micros().max(1)).unwrap_or(u64::MAX));
+        let encoded = kserve::encode_infer_request(&inputs, timeout_us);
+        let path = match version {
+            Some(v) => format!("/v2/models/{name}/versions/{v}/infer"),
+            None => format!("/v2/models/{name}/infer"),
+        };
+        let (response_headers, body) = self
+            .inner
+            .transport
+            .exchange(
+                Method::POST,
+                &path,
+                Some((Bytes::from(encoded.chunks.concat()), headers::OCTET_STREAM)),
+                &[(
+                    headers::INFERENCE_HEADER_CONTENT_LENGTH,
+                    HeaderValue::from(encoded.header_length),
+                )],
+            )
+            .await?;
+        let header_length = match response_headers.get(headers::INFERENCE_HEADER_CONTENT_LENGTH) {
+            None => None,
+            Some(v) => Some(
+                v.to_str()
+                    .ok()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .ok_or_else(|| {
+                        Error::new(
+                            Code::Internal,
+                            "the server's Inference-Header-Content-Length is not a number",
+                        )
+                    })?,
+            ),
+        };
+        let outputs = kserve::decode_infer_response(&body, header_length).map_err(|e| {
+            Error::new(
+                Code::Internal,
+                format!("the server's answer could not be read: {e}"),
+            )
+        })?;
+        Ok(outputs.into_iter().map(|o| o.tensor).collect())
+    }
+
+    /// The input names of `name` (at `version`): from the method list for the newest version,
+    /// else from the model's v2 metadata, fetched once.
+    async fn input_names(&self, name: &str, version: Option<u32>) -> Result<Vec<String>, Error> {
+        if version.is_none()
+            && let Some(info) = self.known(name)
+        {
+            return Ok(info.signature.inputs.into_iter().map(|s| s.name).collect());
+        }
+        let key = (name.to_owned(), version);
+        if let Some(names) = self
+            .inner
+            .input_names
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(names.clone());
+        }
+        let path = match version {
+            Some(v) => format!("/v2/models/{name}/versions/{v}"),
+            None => format!("/v2/models/{name}"),
+        };
+        let body = self.inner.transport.send(Method::GET, &path, None).await?;
+        let metadata: kserve::ModelMetadata = decode(&body)?;
+        let names: Vec<String> = metadata.inputs.into_iter().map(|i| i.name).collect();
+        self.inner
+            .input_names
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, names.clone());
+        Ok(names)
+    }
+
+    /// Drop what is known of `name`'s inputs, so the next call asks the server again.
+    async fn forget_input_names(&self, name: &str, version: Option<u32>) {
+        self.inner
+            .input_names
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(name.to_owned(), version));
+        if version.is_none() {
+            // Bounded, as for NOT_FOUND; on failure the names come from the metadata route.
+            if tokio::time::timeout(NOT_FOUND_REFRESH, self.refresh())
+                .await
+                .is_err()
+            {
+                self.inner
+                    .methods
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(name);
+            }
+        }
+    }
+}
+
+/// Whether a refusal says the inputs were named after a signature the method no longer has.
+fn stale_names(e: &Error) -> bool {
+    e.message().starts_with("unknown input") || e.message().starts_with("missing input")
 }
 
 /// A timeout in whole milliseconds for the wire, rounded up: a non-zero timeout under 1 ms must
@@ -269,6 +436,7 @@ mod tests {
             Transport::new(&base, "t", None).unwrap(),
             "t".into(),
             Duration::from_millis(100),
+            Encoding::Binary,
         );
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -37,7 +37,7 @@ mod method;
 mod pending;
 mod registry;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -51,7 +51,7 @@ pub use builder::ClientBuilder;
 pub use method::MethodHandle;
 pub use pending::StatusOrResult;
 // Also here, where it was before it got a module of its own, so old paths keep working.
-pub use crate::options::ClientOptions;
+pub use crate::options::{ClientOptions, Encoding};
 
 /// A connection to one wasmrpc server.
 ///
@@ -77,8 +77,15 @@ struct Inner {
     transport: Transport,
     name: String,
     default_timeout: Duration,
+    encoding: Encoding,
     methods: RwLock<BTreeMap<String, MethodInfo>>,
+    /// Input names of methods the list does not hold, or of pinned versions, from their v2
+    /// metadata: the binary call names its inputs.
+    input_names: RwLock<HashMap<ModelKey, Vec<String>>>,
 }
+
+/// A method's name and, when pinned, its version.
+type ModelKey = (String, Option<u32>);
 
 impl Client {
     /// Connect to the server at `address` and fetch its methods, like TF's `Client.create`.
@@ -136,13 +143,20 @@ impl Client {
     }
 
     /// A client over `transport` that knows no methods yet; [`Client::refresh`] fills them in.
-    fn new(transport: Transport, name: String, default_timeout: Duration) -> Client {
+    fn new(
+        transport: Transport,
+        name: String,
+        default_timeout: Duration,
+        encoding: Encoding,
+    ) -> Client {
         Client {
             inner: Arc::new(Inner {
                 transport,
                 name,
                 default_timeout,
+                encoding,
                 methods: RwLock::new(BTreeMap::new()),
+                input_names: RwLock::new(HashMap::new()),
             }),
         }
     }

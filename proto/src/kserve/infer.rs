@@ -141,17 +141,7 @@ pub fn decode_infer_request(
     header_length: Option<u64>,
 ) -> Result<InferRequest, InferRequestError> {
     let body_error = |m: String| InferRequestError::Body(m);
-    let (header, mut binary) = match header_length {
-        None => (&body[..], body.slice(body.len()..)),
-        Some(n) if n > body.len() as u64 => {
-            return Err(body_error(format!(
-                "Inference-Header-Content-Length is {n}, past the end of the {}-byte body",
-                body.len()
-            )));
-        }
-        // At most the body's length, so it fits in usize.
-        Some(n) => (&body[..n as usize], body.slice(n as usize..)),
-    };
+    let (header, mut binary) = split_header(body, header_length)?;
     let raw: RawRequest<'_> =
         serde_json::from_slice(header).map_err(|e| body_error(e.to_string()))?;
     let parameters = raw.parameters.unwrap_or_default();
@@ -167,20 +157,7 @@ pub fn decode_infer_request(
             ))
         })?
         .unwrap_or(false);
-    let mut inputs = Vec::with_capacity(raw.inputs.len());
-    for input in raw.inputs {
-        let tensor =
-            input_tensor(&input, header_length.is_some(), &mut binary).map_err(|error| {
-                InferRequestError::Input {
-                    name: input.name.clone(),
-                    error,
-                }
-            })?;
-        inputs.push(InferInput {
-            name: input.name,
-            tensor,
-        });
-    }
+    let inputs = named_tensors(raw.inputs, header_length.is_some(), &mut binary)?;
     if !binary.is_empty() {
         return Err(body_error(format!(
             "{} bytes of binary data follow the header that no input's binary_data_size claims",
@@ -203,6 +180,45 @@ pub fn decode_infer_request(
         timeout_us,
         binary_data_output,
     })
+}
+
+/// The JSON header and the binary data after it.
+fn split_header(
+    body: &Bytes,
+    header_length: Option<u64>,
+) -> Result<(&[u8], Bytes), InferRequestError> {
+    match header_length {
+        None => Ok((&body[..], Bytes::new())),
+        Some(n) if n > body.len() as u64 => Err(InferRequestError::Body(format!(
+            "Inference-Header-Content-Length is {n}, past the end of the {}-byte body",
+            body.len()
+        ))),
+        // At most the body's length, so it fits in usize.
+        Some(n) => Ok((&body[..n as usize], body.slice(n as usize..))),
+    }
+}
+
+/// Each named tensor of a request's inputs or a response's outputs, binary ones cut from the
+/// front of `binary` in order.
+fn named_tensors(
+    raw: Vec<RawInput<'_>>,
+    has_binary_part: bool,
+    binary: &mut Bytes,
+) -> Result<Vec<InferInput>, InferRequestError> {
+    raw.into_iter()
+        .map(|input| {
+            let tensor = input_tensor(&input, has_binary_part, binary).map_err(|error| {
+                InferRequestError::Input {
+                    name: input.name.clone(),
+                    error,
+                }
+            })?;
+            Ok(InferInput {
+                name: input.name,
+                tensor,
+            })
+        })
+        .collect()
 }
 
 /// One input's tensor: from its JSON `data`, or cut from the front of `binary`.
@@ -437,6 +453,108 @@ pub fn encode_infer_response(
         header_length,
         chunks,
     })
+}
+
+/// An infer request ready for the wire, every input in binary: a JSON header, then each input's
+/// bytes (shared with the tensors, not copied).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EncodedRequest {
+    /// The value of the `Inference-Header-Content-Length` request header.
+    pub header_length: u64,
+    /// The JSON header, then each input's bytes in order.
+    pub chunks: Vec<Bytes>,
+}
+
+/// Encode a request with every input in binary and every output asked for in binary
+/// (`binary_data_output`), with `timeout_us` as `parameters.timeout` when given.
+///
+/// ```
+/// use bytes::Bytes;
+/// use wasmrpc_proto::Tensor;
+/// use wasmrpc_proto::kserve::{decode_infer_request, encode_infer_request};
+/// let a = Tensor::vector(vec![1i32, 2]);
+/// let encoded = encode_infer_request(&[("a", &a)], Some(5_000));
+/// let body: Vec<u8> = encoded.chunks.concat();
+/// let request = decode_infer_request(&Bytes::from(body), Some(encoded.header_length)).unwrap();
+/// assert_eq!(request.inputs[0].tensor, a);
+/// assert_eq!(request.timeout_us, Some(5_000));
+/// assert!(request.binary_data_output);
+/// ```
+pub fn encode_infer_request(inputs: &[(&str, &Tensor)], timeout_us: Option<u64>) -> EncodedRequest {
+    let mut parameters = Map::new();
+    parameters.insert("binary_data_output".into(), Value::Bool(true));
+    if let Some(t) = timeout_us {
+        parameters.insert("timeout".into(), Value::from(t));
+    }
+    let header = serde_json::json!({
+        "inputs": inputs.iter().map(|(name, t)| serde_json::json!({
+            "name": name,
+            "datatype": t.dtype().kserve_name(),
+            "shape": t.shape(),
+            "parameters": {"binary_data_size": t.raw_data().len() as u64},
+        })).collect::<Vec<_>>(),
+        "parameters": parameters,
+    });
+    // A `Value` of strings, numbers and maps always serializes.
+    let header = Bytes::from(serde_json::to_vec(&header).unwrap_or_default());
+    let header_length = header.len() as u64;
+    let mut chunks = Vec::with_capacity(inputs.len() + 1);
+    chunks.push(header);
+    chunks.extend(
+        inputs
+            .iter()
+            .filter(|(_, t)| !t.raw_data().is_empty())
+            .map(|(_, t)| t.raw_bytes().clone()),
+    );
+    EncodedRequest {
+        header_length,
+        chunks,
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct RawResponse<'a> {
+    #[serde(borrow)]
+    outputs: Vec<RawInput<'a>>,
+}
+
+/// Decode an infer response's outputs, JSON or binary (`header_length` from the response's
+/// `Inference-Header-Content-Length`), each checked as a request's inputs are.
+///
+/// # Errors
+/// As [`decode_infer_request`], for a response that does not add up.
+///
+/// ```
+/// use wasmrpc_proto::Tensor;
+/// use wasmrpc_proto::kserve::{InferOutput, InferResponse, decode_infer_response, encode_infer_response};
+/// let sum = Tensor::vector(vec![3i32, 4]);
+/// let response = InferResponse {
+///     model_name: "add".into(),
+///     model_version: "1".into(),
+///     id: None,
+///     outputs: vec![InferOutput { name: "sum".into(), tensor: sum.clone(), binary: true }],
+/// };
+/// let encoded = encode_infer_response(&response).unwrap();
+/// let body = bytes::Bytes::from(encoded.chunks.concat());
+/// let outputs = decode_infer_response(&body, encoded.header_length).unwrap();
+/// assert_eq!(outputs[0].name, "sum");
+/// assert_eq!(outputs[0].tensor, sum);
+/// ```
+pub fn decode_infer_response(
+    body: &Bytes,
+    header_length: Option<u64>,
+) -> Result<Vec<InferInput>, InferRequestError> {
+    let (header, mut binary) = split_header(body, header_length)?;
+    let raw: RawResponse<'_> =
+        serde_json::from_slice(header).map_err(|e| InferRequestError::Body(e.to_string()))?;
+    let outputs = named_tensors(raw.outputs, header_length.is_some(), &mut binary)?;
+    if !binary.is_empty() {
+        return Err(InferRequestError::Body(format!(
+            "{} bytes of binary data follow the header that no output's binary_data_size claims",
+            binary.len()
+        )));
+    }
+    Ok(outputs)
 }
 
 #[cfg(test)]
