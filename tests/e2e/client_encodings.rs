@@ -11,7 +11,7 @@ use crate::support::{TestServer, register};
 
 async fn client(server: &TestServer, encoding: Encoding) -> Client {
     Client::builder("http", &server.url)
-        .name(&format!("{encoding:?}"))
+        .name(format!("{encoding:?}"))
         .timeout(Duration::from_secs(30))
         .encoding(encoding)
         .connect()
