@@ -6,8 +6,8 @@
 //! 1. **call in a fresh instance** (`Runtime::call`: new store, instantiate, call `add` on two
 //!    1,000-element int32 tensors, check outputs) against the same addition in native Rust;
 //! 2. **HTTP end to end** (the real server and the async client over one HTTP/2 connection, 64
-//!    calls in flight) against a native axum handler doing the same JSON parsing, addition and
-//!    serialisation on the same HTTP stack.
+//!    calls in flight, JSON on the v1 call route) against a native axum handler doing the same
+//!    JSON parsing, addition and serialisation on the same HTTP stack.
 
 #[path = "../../tests/e2e/support/guests.rs"]
 #[allow(dead_code)]
@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::routing::post;
-use wasmrpc_client::{CallResponse, Client, Tensor};
+use wasmrpc_client::{CallResponse, Client, Encoding, Tensor};
 use wasmrpc_host::Server;
 use wasmrpc_host::internals::{Runtime, RuntimeConfig, serve_connections};
 
@@ -163,11 +163,18 @@ async fn bench_http(component: &[u8]) {
         Default::default(),
     ));
 
-    let t = Duration::from_secs(30);
-    let wasm = Client::create("http", &wasm_url, "bench", t).await.unwrap();
-    let native = Client::create("http", &native_url, "bench", t)
-        .await
-        .unwrap();
+    // Both sides in JSON over the v1 call route: the native handler speaks only that.
+    let json_client = |url: String| async move {
+        Client::builder("http", &url)
+            .name("bench")
+            .timeout(Duration::from_secs(30))
+            .encoding(Encoding::Json)
+            .connect()
+            .await
+            .unwrap()
+    };
+    let wasm = json_client(wasm_url).await;
+    let native = json_client(native_url).await;
     let total = 5000;
     let (mut w, mut n) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {

@@ -44,7 +44,9 @@ pub struct HttpLimits {
 impl Default for HttpLimits {
     fn default() -> Self {
         HttpLimits {
-            max_request_bytes: 64 << 20,
+            // Room for a 16 MiB float32 tensor as JSON text as Python writes it (about 20
+            // characters a value: some 80 MB); binary tensor data needs a quarter of that.
+            max_request_bytes: 128 << 20,
             body_read_timeout: Duration::from_secs(30),
         }
     }
