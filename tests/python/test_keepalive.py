@@ -5,6 +5,8 @@ so an idle keep-alive connection is closed after `--header-timeout-s` without a 
 that check a pooled connection before reusing it (geventhttpclient, aiohttp, httpx) reconnect;
 Python's plain `http.client` does not, and its next request on that connection fails with a
 ConnectionError (BrokenPipeError or RemoteDisconnected): such a caller must reconnect itself.
+aiohttp notices the close only while its event loop runs: idling with a blocking `time.sleep` on
+the loop's thread, the aio client's next POST fails with ServerDisconnectedError.
 """
 
 import asyncio
