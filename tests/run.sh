@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Every test: unit tests, doc tests, the guest SDK and examples natively, and the end-to-end suite
-# (the real server binary, real HTTP, real guest components built from source for wasm32-wasip2).
+# (the real server binary, real HTTP, real guest components built from source for wasm32-wasip2),
+# with existing Python v2 clients installed from PyPI into target/py-venv.
 #
 #   bash tests/run.sh            # extra arguments go to `cargo test`
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 rustup target add wasm32-wasip2
+# The Python v2 clients (tritonclient, open-inference-openapi, schemathesis) that
+# tests/e2e/python_clients.rs runs against the real server; a no-op when nothing changed.
+bash tests/python/setup.sh >/dev/null
+export WASMRPC_PYTHON="$PWD/target/py-venv/bin/python"
+export WASMRPC_REQUIRE_PYTHON=1
 cargo test --workspace "$@"
 # The optional ndarray conversions (they live in the contract crate; the client forwards the feature).
 cargo test -p wasmrpc-proto -p wasmrpc-client --features wasmrpc-proto/ndarray,wasmrpc-client/ndarray "$@"

@@ -12,6 +12,7 @@ mod examples;
 mod instantiation;
 mod kserve;
 mod kserve_binary;
+mod python_clients;
 mod registry;
 mod requests;
 mod sandbox;

@@ -21,7 +21,8 @@ pub const PACKAGES: &[&str] = &[
     "guest-wrong-world",
 ];
 
-fn workspace_root() -> PathBuf {
+/// The root of the cargo workspace (the repository).
+pub fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("host/ has a parent")
@@ -67,10 +68,15 @@ fn build_all() -> PathBuf {
     target_dir.join("wasm32-wasip2/guest")
 }
 
-/// The bytes of a guest component, e.g. `guest("example-add")`.
-pub fn guest(package: &str) -> Vec<u8> {
+/// The path of a built guest component, e.g. `guest_path("example-add")`.
+pub fn guest_path(package: &str) -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     let dir = DIR.get_or_init(build_all);
-    let file = dir.join(format!("{}.wasm", package.replace('-', "_")));
+    dir.join(format!("{}.wasm", package.replace('-', "_")))
+}
+
+/// The bytes of a guest component, e.g. `guest("example-add")`.
+pub fn guest(package: &str) -> Vec<u8> {
+    let file = guest_path(package);
     std::fs::read(&file).unwrap_or_else(|e| panic!("reading {}: {e}", file.display()))
 }

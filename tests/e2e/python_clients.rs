@@ -1,0 +1,95 @@
+//! Existing, independently written v2 clients against the real server: pytest runs
+//! `tests/python` (tritonclient's HTTP clients, sync and aio, open-inference-openapi, an idle
+//! keep-alive check and schemathesis) with the interpreter of `target/py-venv`.
+//!
+//! `tests/run.sh` builds that venv (`tests/python/setup.sh`) and sets `WASMRPC_PYTHON` and
+//! `WASMRPC_REQUIRE_PYTHON=1`; a plain `cargo test` says how to run these and passes.
+//! `WASMRPC_PYTEST_ARGS` adds pytest arguments (`-k json`, `-x`, `-v`...).
+
+use std::io::Write as _;
+use std::process::Command;
+
+use crate::support::guests::{guest_path, workspace_root};
+use crate::support::{TestServer, register};
+
+/// The header timeout of the server the idle keep-alive tests use, in seconds: short, so that
+/// they idle past it quickly.
+const IDLE_HEADER_TIMEOUT_S: &str = "1";
+
+/// The models the Python tests call: every export of the add example under its own name (`add`
+/// is int32, `add_<dtype>` the others) and the two string methods.
+const MODELS: &[(&str, &str)] = &[
+    ("add", "example-add"),
+    ("add_int8", "example-add"),
+    ("add_int16", "example-add"),
+    ("add_int32", "example-add"),
+    ("add_int64", "example-add"),
+    ("add_uint8", "example-add"),
+    ("add_uint16", "example-add"),
+    ("add_uint32", "example-add"),
+    ("add_uint64", "example-add"),
+    ("add_float16", "example-add"),
+    ("add_bfloat16", "example-add"),
+    ("add_float32", "example-add"),
+    ("add_float64", "example-add"),
+    ("upper", "example-strings"),
+    ("length", "example-strings"),
+];
+
+#[test]
+fn python_v2_clients_pass_against_the_server() {
+    let Some(python) = std::env::var_os("WASMRPC_PYTHON") else {
+        assert_ne!(
+            std::env::var("WASMRPC_REQUIRE_PYTHON").as_deref(),
+            Ok("1"),
+            "WASMRPC_REQUIRE_PYTHON=1 but WASMRPC_PYTHON is not set: run \
+             `bash tests/python/setup.sh` and point WASMRPC_PYTHON at target/py-venv/bin/python"
+        );
+        // Straight to stderr, past the test harness's capture, so that it shows on a pass.
+        let _ = writeln!(
+            std::io::stderr(),
+            "python_clients: not run, WASMRPC_PYTHON is not set; `bash tests/run.sh` installs \
+             the Python v2 clients into target/py-venv and runs them"
+        );
+        return;
+    };
+
+    let server = TestServer::start(&[]);
+    let http = server.http();
+    for (name, package) in MODELS {
+        register(&http, name, package, Some(name));
+    }
+    let idle = TestServer::start(&["--header-timeout-s", IDLE_HEADER_TIMEOUT_S]);
+    register(&idle.http(), "add", "example-add", Some("add"));
+
+    let extra = std::env::var("WASMRPC_PYTEST_ARGS").unwrap_or_default();
+    let mut pytest = Command::new(&python);
+    pytest
+        .current_dir(workspace_root())
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/python",
+        ])
+        .args(extra.split_whitespace())
+        .env("WASMRPC_URL", &server.url)
+        .env("WASMRPC_IDLE_URL", &idle.url)
+        .env("WASMRPC_IDLE_TIMEOUT_S", IDLE_HEADER_TIMEOUT_S)
+        .env("WASMRPC_ADD_WASM", guest_path("example-add"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONUNBUFFERED", "1");
+    // pytest's report goes straight to the terminal, as it runs.
+    let status = pytest.status().unwrap_or_else(|e| {
+        panic!(
+            "running {} (WASMRPC_PYTHON): {e}; `bash tests/python/setup.sh` creates it",
+            python.to_string_lossy()
+        )
+    });
+    assert!(
+        status.success(),
+        "pytest tests/python failed ({status}); its report is above"
+    );
+}
