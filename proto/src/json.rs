@@ -493,13 +493,20 @@ impl Encoder {
     }
 
     fn push_int(&mut self, text: &str) -> Result<(), String> {
-        if text.contains(['.', 'e', 'E']) {
-            return Err(format!("{text} is not an integer, as {} needs", self.dtype));
-        }
-        let v: i128 = text
-            .parse()
-            .map_err(|_| format!("{text} is out of range for {}", self.dtype))?;
         let out_of_range = || format!("{text} is out of range for {}", self.dtype);
+        let v: i128 = if text.contains(['.', 'e', 'E']) {
+            // Some clients write every number as a float (`1.0`); a whole number is taken
+            // exactly as its integer, anything with a fractional part is refused.
+            match whole_number(text) {
+                WholeNumber::Exactly(v) => v,
+                WholeNumber::TooLarge => return Err(out_of_range()),
+                WholeNumber::Fractional => {
+                    return Err(format!("{text} is not an integer, as {} needs", self.dtype));
+                }
+            }
+        } else {
+            text.parse().map_err(|_| out_of_range())?
+        };
         macro_rules! put {
             ($t:ty) => {
                 self.out.extend_from_slice(
@@ -518,6 +525,63 @@ impl Encoder {
             _ => put!(i64),
         }
         Ok(())
+    }
+}
+
+/// What a JSON number written with a fraction or an exponent stands for, as an integer.
+#[derive(Debug, PartialEq, Eq)]
+enum WholeNumber {
+    Exactly(i128),
+    TooLarge,
+    Fractional,
+}
+
+/// `1.0`, `-2.50e1` and `3e2` are the whole numbers 1, -25 and 300; `1.5` and `1e-1` are not.
+/// Worked out on the decimal digits, so no float rounding can make a fraction look whole.
+fn whole_number(text: &str) -> WholeNumber {
+    let (negative, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match unsigned.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.trim_start_matches('+')),
+        None => (unsigned, "0"),
+    };
+    let (int_digits, frac_digits) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits: String = [int_digits, frac_digits].concat();
+    let digits = digits.trim_start_matches('0');
+    if digits.is_empty() {
+        return WholeNumber::Exactly(0);
+    }
+    let Ok(exponent) = exponent.parse::<i64>() else {
+        // An exponent past i64 is far past any integer dtype, or far below 1.
+        return if exponent.starts_with('-') {
+            WholeNumber::Fractional
+        } else {
+            WholeNumber::TooLarge
+        };
+    };
+    let scale = exponent.saturating_sub(frac_digits.len() as i64);
+    let integer = if scale >= 0 {
+        if digits.len() as i64 + scale > 39 {
+            return WholeNumber::TooLarge;
+        }
+        format!("{digits}{}", "0".repeat(scale as usize))
+    } else {
+        let cut = scale.unsigned_abs();
+        if cut >= digits.len() as u64 {
+            return WholeNumber::Fractional;
+        }
+        let (whole, fraction) = digits.split_at(digits.len() - cut as usize);
+        if fraction.bytes().any(|b| b != b'0') {
+            return WholeNumber::Fractional;
+        }
+        whole.to_string()
+    };
+    match integer.parse::<i128>() {
+        Ok(v) if negative => WholeNumber::Exactly(-v),
+        Ok(v) => WholeNumber::Exactly(v),
+        Err(_) => WholeNumber::TooLarge,
     }
 }
 
@@ -701,6 +765,40 @@ impl serde::Serialize for Float64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn whole_numbers_written_as_floats_are_their_integers_exactly() {
+        use super::{WholeNumber::*, whole_number};
+        for (text, expected) in [
+            ("1.0", Exactly(1)),
+            ("-2.50e1", Exactly(-25)),
+            ("3e2", Exactly(300)),
+            ("3E+2", Exactly(300)),
+            ("100e-2", Exactly(1)),
+            ("0.0", Exactly(0)),
+            ("-0.0e5", Exactly(0)),
+            ("9007199254740993.0", Exactly(9_007_199_254_740_993)),
+            ("1.5", Fractional),
+            ("0.10", Fractional),
+            ("1e-1", Fractional),
+            ("1e-99999999999999999999", Fractional),
+            ("1e40", TooLarge),
+            ("1e99999999999999999999", TooLarge),
+        ] {
+            assert_eq!(whole_number(text), expected, "{text}");
+        }
+        let t = crate::Tensor::from_json(
+            r#"{"dtype": "int8", "shape": [3], "data": [1.0, -1e2, 127.00]}"#,
+        )
+        .unwrap();
+        assert_eq!(t.to_vec::<i8>().unwrap(), vec![1, -100, 127]);
+        let e = crate::Tensor::from_json(r#"{"dtype": "int8", "shape": [1], "data": [1.28e2]}"#)
+            .unwrap_err();
+        assert!(e.to_string().contains("out of range for int8"), "{e}");
+        let e = crate::Tensor::from_json(r#"{"dtype": "uint8", "shape": [1], "data": [2.5]}"#)
+            .unwrap_err();
+        assert!(e.to_string().contains("not an integer"), "{e}");
+    }
+
     use super::*;
 
     fn parse(text: &str) -> Result<Tensor, TensorError> {

@@ -204,6 +204,21 @@ fn bad_requests_get_protocol_errors_naming_what_is_wrong() {
         }),
     );
     assert_v2_error(&r, 400, "INVALID_ARGUMENT", "unknown output `logits`");
+    // The router's own answers under /v2 keep the protocol's shape: no such route, wrong verb.
+    assert_v2_error(
+        &http.get("/v2/models/add/no-such-thing"),
+        404,
+        "NOT_FOUND",
+        "no route",
+    );
+    assert_v2_error(
+        &http.request("DELETE", "/v2/models/add", None),
+        405,
+        "UNIMPLEMENTED",
+        "DELETE",
+    );
+    // ...while v1 keeps its own.
+    assert!(http.get("/v1/nothing").json()["error"]["code"].is_string());
 }
 
 /// `parameters.timeout` is the call's deadline in microseconds, as Triton sends it.

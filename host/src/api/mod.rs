@@ -98,6 +98,7 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(health::readyz))
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn(v2::protocol_errors))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             count_client,

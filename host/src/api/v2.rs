@@ -4,8 +4,9 @@
 //!
 //! Errors are `{"error": "<message>"}`, the protocol's shape (tritonclient cannot even print
 //! another), with the canonical code in `x-wasmrpc-code` for clients that want it. The handlers
-//! return the API's own [`ApiError`] and one layer ([`protocol_errors`]) rewrites every error
-//! answer under `/v2`, the extractors' and the authentication's included.
+//! return the API's own [`ApiError`] and one layer ([`protocol_errors`], around the whole router)
+//! rewrites every error answer under `/v2`: the extractors', the authentication's and the
+//! router's own (no such route, wrong verb) included.
 
 use std::time::Duration;
 
@@ -54,7 +55,6 @@ pub fn router(state: AppState) -> Router<AppState> {
         .merge(keyed)
         .route("/v2/health/live", get(live))
         .route("/v2/health/ready", get(ready))
-        .route_layer(axum::middleware::from_fn(protocol_errors))
 }
 
 /// A model in the path, with its version when the route has one.
@@ -331,9 +331,16 @@ fn wanted_outputs(
 }
 
 /// Rewrite every error answer under `/v2` into the protocol's `{"error": "<message>"}`, keeping
-/// its status and headers, with the canonical code in `x-wasmrpc-code`.
-async fn protocol_errors(req: Request, next: axum::middleware::Next) -> Response {
+/// its status and headers, with the canonical code in `x-wasmrpc-code`. It wraps the whole
+/// router, so that a path under `/v2` that no route serves (Triton's statistics, say) or a verb
+/// a route does not take is answered in the protocol's shape too; other paths pass untouched.
+pub async fn protocol_errors(req: Request, next: axum::middleware::Next) -> Response {
+    let path = req.uri().path();
+    let v2 = path == "/v2" || path.starts_with("/v2/");
     let response = next.run(req).await;
+    if !v2 {
+        return response;
+    }
     if response.status().is_success() {
         return response;
     }
