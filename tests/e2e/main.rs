@@ -10,6 +10,7 @@ mod embedded;
 mod examples;
 mod instantiation;
 mod kserve;
+mod kserve_repository;
 mod registry;
 mod requests;
 mod sandbox;
