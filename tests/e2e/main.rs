@@ -11,6 +11,7 @@ mod examples;
 mod instantiation;
 mod kserve;
 mod kserve_repository;
+mod openapi;
 mod registry;
 mod requests;
 mod sandbox;

@@ -6,6 +6,7 @@ mod body;
 pub mod error;
 mod health;
 mod methods;
+mod openapi;
 mod path;
 mod query;
 mod routes;
@@ -100,7 +101,7 @@ pub fn router(state: AppState) -> Router {
 fn routes(state: &AppState) -> Routes {
     // No tower-http body timeout layer: it only bounds the silence between frames (a byte every
     // few seconds keeps it happy forever). The handlers bound the whole body when they read it.
-    // Everything but the health checks needs a key (when keys are
+    // Everything but the health checks and the API's description needs a key (when keys are
     // configured), checked before the handler runs, so before the body is read.
     let keyed = Routes::new()
         .get("/v1/methods", methods::list)
@@ -127,6 +128,7 @@ fn routes(state: &AppState) -> Routes {
         .merge(v2::routes(state))
         .get("/healthz", health::healthz)
         .get("/readyz", health::readyz)
+        .get("/openapi.json", openapi::document)
 }
 
 /// Count requests per client name (the name also shows in the request's tracing span).

@@ -1,6 +1,7 @@
 //! Routes recorded as they are registered: every router of the API is built through [`Routes`],
 //! which adds each handler to the axum router and writes its (verb, path) down in the same call.
-//! The list is for checking a description of the API against the code.
+//! The list is what the OpenAPI document (`docs/openapi.json`) is checked against, so a route
+//! cannot be added, renamed or removed without the document following (`api/openapi.rs`).
 
 use axum::Router;
 use axum::handler::Handler;
@@ -97,6 +98,14 @@ impl Routes {
     pub fn map(mut self, f: impl FnOnce(Router<AppState>) -> Router<AppState>) -> Self {
         self.router = f(self.router);
         self
+    }
+
+    /// The routes served, sorted.
+    #[cfg(test)]
+    pub fn table(&self) -> Vec<Route> {
+        let mut table = self.table.clone();
+        table.sort_unstable();
+        table
     }
 
     /// The router.
