@@ -1,9 +1,10 @@
-//! Call counts and latency histograms per method, rendered in the Prometheus text format.
+//! Call counts and latency histograms per method, rendered in the Prometheus text format; and
+//! per-version success and failure counts, which the KServe v2 statistics routes show.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use wasmrpc_proto::Code;
 
@@ -19,6 +20,26 @@ struct MethodStats {
     /// Cumulative counts per bucket, plus the `+Inf` bucket at the end.
     buckets: [u64; BUCKETS.len() + 1],
     sum_seconds: f64,
+    /// Per registered version, since it was registered (or since start); forgotten when the
+    /// method is deleted, so a name registered again starts from zero, as Triton's statistics do
+    /// for a model loaded again. The Prometheus counters above are never reset.
+    versions: BTreeMap<u32, VersionStats>,
+}
+
+/// Calls of one version of a method: how many succeeded and failed, and how long they took (from
+/// the arguments' check to the last output: queueing and the guest included).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VersionStats {
+    /// Calls that succeeded.
+    pub success_count: u64,
+    /// Their summed duration, in nanoseconds.
+    pub success_ns: u64,
+    /// Calls that failed (refused arguments, quota, admission, the guest's failure, cancelled).
+    pub fail_count: u64,
+    /// Their summed duration, in nanoseconds.
+    pub fail_ns: u64,
+    /// When the last call ended, in milliseconds since the Unix epoch; 0 for none.
+    pub last_call_ms: u64,
 }
 
 /// The server's metrics.
@@ -48,8 +69,15 @@ fn label(v: &str) -> String {
 }
 
 impl Metrics {
-    /// Count one call of `method` with its result (`None` = OK) and latency.
-    pub fn record_call(&self, tenant: &str, method: &str, error: Option<Code>, latency: Duration) {
+    /// Count one call of `version` of `method` with its result (`None` = OK) and latency.
+    pub fn record_call(
+        &self,
+        tenant: &str,
+        method: &str,
+        version: u32,
+        error: Option<Code>,
+        latency: Duration,
+    ) {
         let mut methods = self.methods.lock().unwrap_or_else(|e| e.into_inner());
         if !methods.contains_key(tenant) {
             methods.insert(tenant.to_owned(), BTreeMap::new());
@@ -70,6 +98,37 @@ impl Metrics {
             .unwrap_or(BUCKETS.len());
         stats.buckets[bucket] += 1;
         stats.sum_seconds += secs;
+        let of_version = stats.versions.entry(version).or_default();
+        let nanos = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
+        if error.is_none() {
+            of_version.success_count += 1;
+            of_version.success_ns = of_version.success_ns.saturating_add(nanos);
+        } else {
+            of_version.fail_count += 1;
+            of_version.fail_ns = of_version.fail_ns.saturating_add(nanos);
+        }
+        of_version.last_call_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    }
+
+    /// The calls of each version of `method` counted since it was registered (versions without
+    /// a call are absent).
+    pub fn version_stats(&self, tenant: &str, method: &str) -> BTreeMap<u32, VersionStats> {
+        let methods = self.methods.lock().unwrap_or_else(|e| e.into_inner());
+        methods
+            .get(tenant)
+            .and_then(|m| m.get(method))
+            .map(|s| s.versions.clone())
+            .unwrap_or_default()
+    }
+
+    /// Forget the per-version counts of `method` (it was deleted); its Prometheus counters stay.
+    pub fn forget_versions(&self, tenant: &str, method: &str) {
+        let mut methods = self.methods.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(stats) = methods.get_mut(tenant).and_then(|m| m.get_mut(method)) {
+            stats.versions.clear();
+        }
     }
 
     /// Count one request from a client that named itself (`x-wasmrpc-client`).
@@ -191,10 +250,11 @@ mod tests {
     #[test]
     fn calls_are_counted_by_code_and_bucketed() {
         let m = Metrics::default();
-        m.record_call("t", "add", None, Duration::from_micros(50));
+        m.record_call("t", "add", 1, None, Duration::from_micros(50));
         m.record_call(
             "t",
             "add",
+            2,
             Some(Code::DeadlineExceeded),
             Duration::from_secs(2),
         );
@@ -204,6 +264,39 @@ mod tests {
         assert!(text.contains(r#"method="add",le="0.0001"} 1"#));
         assert!(text.contains(r#"method="add",le="+Inf"} 2"#));
         assert_eq!(m.calls("t", "add"), 2);
+    }
+
+    #[test]
+    fn versions_count_successes_and_failures_until_the_method_is_deleted() {
+        let m = Metrics::default();
+        m.record_call("t", "add", 1, None, Duration::from_micros(50));
+        m.record_call("t", "add", 1, None, Duration::from_micros(70));
+        m.record_call(
+            "t",
+            "add",
+            2,
+            Some(Code::Internal),
+            Duration::from_millis(3),
+        );
+        m.record_call("u", "add", 1, None, Duration::from_micros(10));
+        let versions = m.version_stats("t", "add");
+        let one = versions[&1];
+        assert_eq!((one.success_count, one.success_ns), (2, 120_000));
+        assert_eq!((one.fail_count, one.fail_ns), (0, 0));
+        assert!(one.last_call_ms > 0);
+        let two = versions[&2];
+        assert_eq!(
+            (two.success_count, two.fail_count, two.fail_ns),
+            (0, 1, 3_000_000)
+        );
+        m.forget_versions("t", "add");
+        assert!(m.version_stats("t", "add").is_empty());
+        assert_eq!(
+            m.version_stats("u", "add")[&1].success_count,
+            1,
+            "per tenant"
+        );
+        assert_eq!(m.calls("t", "add"), 3, "the Prometheus counters stay");
     }
 
     #[test]

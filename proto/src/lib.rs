@@ -28,6 +28,7 @@ pub mod dtype;
 pub mod headers;
 pub mod json;
 pub mod kserve;
+pub mod kserve_repository;
 pub mod messages;
 pub mod names;
 pub mod signature;

@@ -12,6 +12,8 @@ mod examples;
 mod instantiation;
 mod kserve;
 mod kserve_binary;
+mod kserve_repository;
+mod openapi;
 mod python_clients;
 mod registry;
 mod requests;

@@ -16,18 +16,21 @@ from cases import raw
 
 CHECKS = "not_a_server_error,response_schema_conformance"
 
-# Path parameters point at models that exist, so requests reach the model's code instead of
-# stopping at 404 (the names schemathesis does not find in the document are ignored).
-CONFIG = """\
+# Path parameters point at a model that exists, so requests reach the model's code instead of
+# stopping at 404 (the names schemathesis does not find in the document are ignored). The model is
+# schemathesis's own: the run deletes and unloads what it names, and the other tests' models must
+# survive it.
+MODEL = "schemathesis_add"
+CONFIG = f"""\
 [parameters]
-"path.name" = "add_float32"
-"path.model_name" = "add_float32"
+"path.name" = "{MODEL}"
+"path.model_name" = "{MODEL}"
 "path.version" = "1"
 "path.model_version" = "1"
 """
 
 
-def test_openapi_document_holds_against_the_server(url, tmp_path):
+def test_openapi_document_holds_against_the_server(url, tmp_path, add_wasm):
     status, _, body = raw(url, "GET", "/openapi.json")
     if status == 404:
         pytest.skip(
@@ -35,6 +38,8 @@ def test_openapi_document_holds_against_the_server(url, tmp_path):
             "schemathesis has nothing to check against"
         )
     assert status == 200, body[:500]
+    status, _, body = raw(url, "PUT", f"/v1/methods/{MODEL}?export=add_float32", add_wasm)
+    assert status in (200, 201), body[:500]
 
     long = os.environ.get("WASMRPC_SCHEMATHESIS") == "long"
     seconds = int(os.environ.get("WASMRPC_SCHEMATHESIS_SECONDS", "600"))

@@ -188,10 +188,18 @@ def test_unknown_model_is_the_servers_404(client, url):
 # shape: tritonclient cannot even print an InferenceServerException whose message is not a string.
 def test_routes_the_server_lacks_fail_in_the_protocols_shape(client):
     with pytest.raises(InferenceServerException) as e:
-        client.get_inference_statistics("add")
+        client.get_trace_settings("add")
     assert isinstance(e.value.message(), str), e.value.message()
     assert e.value.status() in ("400", "404", "501")
     str(e.value)
+
+
+def test_statistics_count_the_calls_of_a_model(client):
+    before = client.get_inference_statistics("add")["model_stats"][0]["inference_count"]
+    client.infer("add", add_inputs(True, True))
+    after = client.get_inference_statistics("add")["model_stats"][0]
+    assert after["inference_count"] == before + 1, after
+    assert after["name"] == "add"
 
 
 @pytest.mark.parametrize("binary", [True, False], ids=["binary", "json"])

@@ -6,12 +6,16 @@ mod body;
 pub mod error;
 mod health;
 mod methods;
+mod openapi;
 mod path;
 mod query;
+mod routes;
 mod tenants;
 #[cfg(test)]
 mod tests;
 mod v2;
+mod v2_repository;
+mod v2_stats;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,13 +23,14 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::Request;
 use axum::http::{HeaderName, Method, Uri};
-use axum::routing::{delete, get, post, put};
+use axum::routing::get;
 use tower_http::trace::TraceLayer;
 use wasmrpc_proto::Code;
 
 use crate::service::Service;
 use crate::tenancy::Access;
 use error::ApiError;
+use routes::Routes;
 
 /// The header a client names itself in (shows in logs).
 pub const CLIENT_NAME_HEADER: HeaderName =
@@ -65,37 +70,8 @@ pub struct AppState {
 
 /// The application: every route of the native API with its layers.
 pub fn router(state: AppState) -> Router {
-    // No tower-http body timeout layer: it only bounds the silence between frames (a byte every
-    // few seconds keeps it happy forever). The handlers bound the whole body when they read it.
-    // Everything but the health checks needs a key (when keys are configured), checked before
-    // the handler runs, so before the body is read.
-    let keyed = Router::new()
-        .route("/v1/methods", get(methods::list))
-        .route(
-            "/v1/methods/{name}",
-            put(methods::register)
-                .get(methods::describe)
-                .delete(methods::delete),
-        )
-        .route("/v1/methods/{name}/call", post(methods::call))
-        .route("/v1/tenants", post(tenants::create).get(tenants::list))
-        .route(
-            "/v1/tenants/{name}",
-            get(tenants::show).delete(tenants::delete),
-        )
-        .route("/v1/tenants/{name}/keys", post(tenants::add_key))
-        .route("/v1/tenants/{name}/keys/{key_id}", delete(tenants::revoke))
-        .route("/v1/tenants/{name}/quota", put(tenants::set_quota))
-        .route("/metrics", get(health::metrics))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            auth::authenticate,
-        ));
-    Router::new()
-        .merge(keyed)
-        .merge(v2::router(state.clone()))
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
+    routes(&state)
+        .into_router()
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(v2::protocol_errors))
@@ -122,6 +98,40 @@ pub fn router(state: AppState) -> Router {
                 }),
         )
         .with_state(state)
+}
+
+/// Every route of the API with its per-route layers, recorded (`routes.rs`).
+fn routes(state: &AppState) -> Routes {
+    // No tower-http body timeout layer: it only bounds the silence between frames (a byte every
+    // few seconds keeps it happy forever). The handlers bound the whole body when they read it.
+    // Everything but the health checks and the API's description needs a key (when keys are
+    // configured), checked before the handler runs, so before the body is read.
+    let keyed = Routes::new()
+        .get("/v1/methods", methods::list)
+        .put("/v1/methods/{name}", methods::register)
+        .get("/v1/methods/{name}", methods::describe)
+        .delete("/v1/methods/{name}", methods::delete)
+        .post("/v1/methods/{name}/call", methods::call)
+        .post("/v1/tenants", tenants::create)
+        .get("/v1/tenants", tenants::list)
+        .get("/v1/tenants/{name}", tenants::show)
+        .delete("/v1/tenants/{name}", tenants::delete)
+        .post("/v1/tenants/{name}/keys", tenants::add_key)
+        .delete("/v1/tenants/{name}/keys/{key_id}", tenants::revoke)
+        .put("/v1/tenants/{name}/quota", tenants::set_quota)
+        .get("/metrics", health::metrics)
+        .map(|router| {
+            router.route_layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                auth::authenticate,
+            ))
+        });
+    Routes::new()
+        .merge(keyed)
+        .merge(v2::routes(state))
+        .get("/healthz", health::healthz)
+        .get("/readyz", health::readyz)
+        .get("/openapi.json", openapi::document)
 }
 
 /// Count requests per client name (the name also shows in the request's tracing span).

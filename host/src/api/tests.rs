@@ -152,3 +152,34 @@ async fn a_call_body_that_is_not_a_call_request_is_invalid_argument() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_openapi_document_lists_exactly_the_routes_of_the_code() {
+    use std::collections::BTreeSet;
+    let dir = tempfile::tempdir().unwrap();
+    let state = state(&dir);
+    let in_code: BTreeSet<(String, String)> = super::routes(&state)
+        .table()
+        .into_iter()
+        .map(|r| (r.verb.to_owned(), r.path.to_owned()))
+        .collect();
+    let document: serde_json::Value =
+        serde_json::from_str(super::openapi::DOCUMENT).expect("docs/openapi.json is JSON");
+    assert_eq!(document["openapi"], "3.1.0");
+    let documented: BTreeSet<(String, String)> =
+        super::openapi::operations(&document).into_iter().collect();
+    let show = |routes: Vec<&(String, String)>| {
+        routes
+            .iter()
+            .map(|(verb, path)| format!("\n    {} {path}", verb.to_ascii_uppercase()))
+            .collect::<String>()
+    };
+    let undocumented = show(in_code.difference(&documented).collect());
+    let gone = show(documented.difference(&in_code).collect());
+    assert!(
+        undocumented.is_empty() && gone.is_empty(),
+        "docs/openapi.json does not match the routers (api/mod.rs, api/v2*.rs):\n  \
+         served but not in the document:{undocumented}\n  \
+         in the document but not served:{gone}"
+    );
+}

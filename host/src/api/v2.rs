@@ -10,12 +10,11 @@
 
 use std::time::Duration;
 
+use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use wasmrpc_proto::kserve::{
     self, InferOutput, InferRequestError, InferResponse, ModelConfig, ModelMetadata, ServerMetadata,
 };
@@ -25,48 +24,61 @@ use super::AppState;
 use super::auth::Tenant;
 use super::body::{Chunks, read_call_body};
 use super::error::ApiError;
+use super::routes::Routes;
 
 /// Error bodies above this size are not rewritten (none of ours comes near it).
 const MAX_ERROR_BODY: usize = 64 << 10;
 
+/// The protocol extensions `GET /v2` advertises, by Triton's names: exactly those implemented.
+/// Binary tensor data is `infer` here, the repository routes are `v2_repository.rs`, the
+/// statistics `v2_stats.rs`; `/config` is the Triton model configuration (read-only).
+const EXTENSIONS: &[&str] = &[
+    "binary_tensor_data",
+    "model_repository",
+    "model_configuration",
+    "statistics",
+];
+
 /// The `/v2` routes: `keyed` behind the key check (`auth`), health open.
-pub fn router(state: AppState) -> Router<AppState> {
-    let keyed = Router::new()
-        .route("/v2", get(server_metadata))
-        .route("/v2/models/{name}", get(model_metadata))
-        .route("/v2/models/{name}/versions/{version}", get(model_metadata))
-        .route("/v2/models/{name}/ready", get(model_ready))
-        .route(
-            "/v2/models/{name}/versions/{version}/ready",
-            get(model_ready),
-        )
-        .route("/v2/models/{name}/config", get(model_config))
-        .route(
-            "/v2/models/{name}/versions/{version}/config",
-            get(model_config),
-        )
-        .route("/v2/models/{name}/infer", post(infer))
-        .route("/v2/models/{name}/versions/{version}/infer", post(infer))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state,
-            super::auth::authenticate,
-        ));
-    Router::new()
+pub fn routes(state: &AppState) -> Routes {
+    let keyed = Routes::new()
+        .get("/v2", server_metadata)
+        .get("/v2/models/{name}", model_metadata)
+        .get("/v2/models/{name}/versions/{version}", model_metadata)
+        .get("/v2/models/{name}/ready", model_ready)
+        .get("/v2/models/{name}/versions/{version}/ready", model_ready)
+        .get("/v2/models/{name}/config", model_config)
+        .get("/v2/models/{name}/versions/{version}/config", model_config)
+        .post("/v2/models/{name}/infer", infer)
+        .post("/v2/models/{name}/versions/{version}/infer", infer)
+        .merge(super::v2_repository::routes())
+        .merge(super::v2_stats::routes())
+        .map(|router| {
+            router.route_layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                super::auth::authenticate,
+            ))
+        });
+    Routes::new()
         .merge(keyed)
-        .route("/v2/health/live", get(live))
-        .route("/v2/health/ready", get(ready))
+        .get("/v2/health/live", live)
+        .get("/v2/health/ready", ready)
 }
 
 /// A model in the path, with its version when the route has one.
 #[derive(Debug, serde::Deserialize)]
 pub struct ModelPath {
-    name: String,
+    /// The model's (method's) name.
+    pub name: String,
     version: Option<String>,
 }
 
 impl ModelPath {
     /// The version asked for: `None` for the newest.
-    fn version(&self) -> Result<Option<u32>, ApiError> {
+    ///
+    /// # Errors
+    /// INVALID_ARGUMENT for a version that is not a positive whole number.
+    pub fn version(&self) -> Result<Option<u32>, ApiError> {
         match &self.version {
             None => Ok(None),
             Some(v) => match v.parse::<u32>() {
@@ -80,15 +92,12 @@ impl ModelPath {
     }
 }
 
-/// The protocol extensions implemented, under the names Triton gives them.
-const EXTENSIONS: &[&str] = &["binary_tensor_data"];
-
-/// `GET /v2`: server metadata, advertising exactly the extensions implemented.
+/// `GET /v2`: server metadata, with exactly the protocol extensions implemented.
 async fn server_metadata() -> Json<ServerMetadata> {
     Json(ServerMetadata {
         name: "wasmrpc".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        extensions: EXTENSIONS.iter().map(|e| e.to_string()).collect(),
+        extensions: EXTENSIONS.iter().map(|&e| e.to_owned()).collect(),
     })
 }
 

@@ -35,9 +35,16 @@ pub enum ServiceError {
     /// The uploaded component was refused, or could not be loaded.
     #[error(transparent)]
     Upload(#[from] UploadError),
-    /// The component has no such method, or needs `?export=` to choose one.
+    /// The component has no such method.
     #[error("{0}")]
     Export(String),
+    /// The component exports several methods (these), none named as the registration: one must
+    /// be chosen (`?export=` on v1; the API that registers says how).
+    #[error(
+        "the component exports several methods ({}); choose one with ?export=NAME",
+        .0.join(", ")
+    )]
+    ExportNeeded(Vec<String>),
     /// The arguments do not fit the method's signature.
     #[error("{0}")]
     Arguments(String),
@@ -80,9 +87,10 @@ impl ServiceError {
     /// The canonical code: the one mapping of every failure to a code.
     pub fn code(&self) -> Code {
         match self {
-            ServiceError::InvalidName(_) | ServiceError::Export(_) | ServiceError::Arguments(_) => {
-                Code::InvalidArgument
-            }
+            ServiceError::InvalidName(_)
+            | ServiceError::Export(_)
+            | ServiceError::ExportNeeded(_)
+            | ServiceError::Arguments(_) => Code::InvalidArgument,
             ServiceError::NotFound(_) | ServiceError::NoSuchVersion { .. } => Code::NotFound,
             ServiceError::Upload(e) => e.code(),
             ServiceError::Guest(f) => f.code(),

@@ -267,6 +267,7 @@ impl Service {
         if removed.is_empty() {
             return Err(ServiceError::NotFound(name.to_owned()));
         }
+        self.metrics.forget_versions(tenant.as_str(), name);
         // Forget compiled components nothing refers to any more.
         for r in &removed {
             if !self.registry.uses(&r.digest) {
@@ -388,6 +389,7 @@ impl Drop for CallRecord<'_> {
         self.metrics.record_call(
             self.registration.tenant.as_str(),
             &self.registration.name,
+            self.registration.version,
             self.code,
             self.started.elapsed(),
         );
@@ -415,10 +417,7 @@ fn choose_export<'m>(
         }),
         None if sigs.len() == 1 => Ok(&sigs[0]),
         None => module.signature(name).ok_or_else(|| {
-            ServiceError::Export(format!(
-                "the component exports several methods ({}); choose one with ?export=NAME",
-                names()
-            ))
+            ServiceError::ExportNeeded(sigs.iter().map(|s| s.name.clone()).collect())
         }),
     }
 }
