@@ -49,9 +49,10 @@ pub struct HttpLimits {
 impl Default for HttpLimits {
     fn default() -> Self {
         HttpLimits {
-            // Room for a 16 MiB float32 tensor as JSON text as Python writes it (about 20
-            // characters a value: some 80 MB); binary tensor data needs a quarter of that.
-            max_request_bytes: 128 << 20,
+            // Room for two 16 MiB float32 tensors as JSON text as Python writes them (about 19
+            // characters a value, printed as doubles: some 160 MB); binary tensor data needs a
+            // fifth of that. A server with little memory should lower it.
+            max_request_bytes: 256 << 20,
             body_read_timeout: Duration::from_secs(30),
         }
     }
