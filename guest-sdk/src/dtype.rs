@@ -201,6 +201,36 @@ fn buffer<T>(len: usize) -> Result<Vec<T>, Error> {
     Ok(buf)
 }
 
+/// Copies `count` elements of `size` bytes from their little-endian wire bytes into `out` (which
+/// has room for them): on a little-endian target (wasm32 is one) a plain memory copy.
+///
+/// Only for the plain numeric types of `fixed_size!`: no padding, and every bit pattern is a
+/// valid value.
+#[cfg(target_endian = "little")]
+fn copy_from_le<T: Copy>(data: &[u8], out: &mut Vec<T>, count: usize) {
+    assert!(out.capacity() - out.len() >= count && data.len() == count * size_of::<T>());
+    // SAFETY: `out` has room for `count` more elements (asserted), `data` holds exactly their
+    // bytes, the two do not overlap, and every bit pattern of these bytes is a valid `T` in the
+    // target's (little-endian) layout, which is the wire's.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            data.as_ptr(),
+            out.as_mut_ptr().add(out.len()).cast::<u8>(),
+            data.len(),
+        );
+        out.set_len(out.len() + count);
+    }
+}
+
+/// The little-endian wire bytes of plain numeric elements: on a little-endian target, their
+/// memory as it is.
+#[cfg(target_endian = "little")]
+fn le_bytes<T: Copy>(values: &[T]) -> &[u8] {
+    // SAFETY: the elements are plain numbers without padding (only `fixed_size!` types come
+    // here), so all `size_of_val(values)` bytes are initialised, and `u8` has no alignment.
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), size_of_val(values)) }
+}
+
 macro_rules! fixed_size {
     ($($t:ty => $dtype:ident, $size:literal;)*) => {$(
         impl sealed::Sealed for $t {}
@@ -210,14 +240,22 @@ macro_rules! fixed_size {
 
             fn decode(data: Vec<u8>, count: usize) -> Result<Vec<Self>, Error> {
                 check_len(&data, count, $size)?;
-                let (chunks, _) = data.as_chunks::<$size>();
                 let mut out = buffer(count)?;
-                out.extend(chunks.iter().map(|c| <$t>::from_le_bytes(*c)));
+                #[cfg(target_endian = "little")]
+                copy_from_le(&data, &mut out, count);
+                #[cfg(not(target_endian = "little"))]
+                {
+                    let (chunks, _) = data.as_chunks::<$size>();
+                    out.extend(chunks.iter().map(|c| <$t>::from_le_bytes(*c)));
+                }
                 Ok(out)
             }
 
             fn encode(values: Vec<Self>) -> Result<Vec<u8>, Error> {
                 let mut out = buffer(values.len() * $size)?;
+                #[cfg(target_endian = "little")]
+                out.extend_from_slice(le_bytes(&values));
+                #[cfg(not(target_endian = "little"))]
                 for v in &values {
                     out.extend_from_slice(&v.to_le_bytes());
                 }

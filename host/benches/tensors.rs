@@ -9,6 +9,9 @@
 //!    data extension, outputs asked for in binary), over one HTTP/2 connection;
 //! 2. **Rust client**: `Encoding::Binary` (the default: v2 infer, binary both ways) against
 //!    `Encoding::Json` (the v1 call route).
+//!
+//! `cargo bench -p wasmrpc-host --bench tensors -- binary` runs only the binary sides, 20 rounds
+//! of each, for a profiler.
 
 #[path = "../../tests/e2e/support/guests.rs"]
 #[allow(dead_code)]
@@ -21,6 +24,7 @@ use http::{HeaderValue, Method};
 use wasmrpc_client::transport::Transport;
 use wasmrpc_client::{Client, Encoding, Tensor};
 use wasmrpc_host::Server;
+use wasmrpc_host::internals::{Runtime, RuntimeConfig};
 use wasmrpc_proto::{headers, kserve};
 
 const ROUNDS: usize = 5;
@@ -110,6 +114,7 @@ async fn client(url: &str, encoding: Encoding) -> Client {
 
 fn main() {
     let component = guests::guest("example-add");
+    let binary_only = std::env::args().any(|a| a == "binary");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -131,6 +136,40 @@ fn main() {
         let (ta, tb) = (Tensor::vector(a.clone()), Tensor::vector(b.clone()));
 
         let transport = Transport::new(&url, "bench", None).unwrap();
+        if binary_only {
+            // The floor: the same call in process, no HTTP.
+            let runtime = Runtime::new(RuntimeConfig::default()).expect("engine");
+            let compiled = runtime
+                .compile(std::sync::Arc::new(component.to_vec()))
+                .await
+                .expect("compiles");
+            let module = runtime.describe(compiled).await.expect("loads");
+            for _ in 0..5 {
+                let (out, ms) = timed(runtime.call(
+                    &module,
+                    "add_float32",
+                    vec![ta.clone(), tb.clone()],
+                    Duration::from_secs(60),
+                    Instant::now(),
+                    usize::MAX,
+                ))
+                .await;
+                std::hint::black_box(out.expect("call"));
+                println!("in process: {ms:.1} ms");
+            }
+            let by_binary = client(&url, Encoding::Binary).await;
+            let args = vec![ta.clone(), tb.clone()];
+            for _ in 0..20 {
+                let (sum, v2) = timed(v2_binary(&transport, &ta, &tb)).await;
+                assert_eq!(sum, expected);
+                let (sum, sdk) =
+                    timed(by_binary.call_async("add_float32", args.clone(), None, None)).await;
+                assert_eq!(sum.unwrap()[0].to_vec::<f32>().unwrap(), expected);
+                println!("binary: v2 {v2:.1} ms, client {sdk:.1} ms");
+            }
+            server.shutdown().await;
+            return;
+        }
         let (mut json, mut binary) = (Vec::new(), Vec::new());
         for _ in 0..ROUNDS {
             let (sum, ms) = timed(v2_json(&transport, &a, &b)).await;

@@ -87,10 +87,10 @@ fn check_add<T: Element + std::fmt::Debug>(http: &Http, a: Vec<T>, b: Vec<T>, su
 }
 
 #[test]
-fn every_numeric_datatype_goes_through_binary_both_ways() {
+fn every_fixed_size_datatype_goes_through_binary_both_ways() {
     let methods: Vec<(String, String)> = DType::ALL
         .iter()
-        .filter(|d| d.size().is_some() && **d != DType::Bool)
+        .filter(|d| d.size().is_some())
         .map(|d| (format!("add_{d}"), format!("add_{d}")))
         .collect();
     let methods: Vec<(&str, &str, &str)> = methods
@@ -98,6 +98,12 @@ fn every_numeric_datatype_goes_through_binary_both_ways() {
         .map(|(n, e)| (n.as_str(), "example-add", e.as_str()))
         .collect();
     let (_server, http) = server_with(&methods);
+    check_add(
+        &http,
+        vec![true, false, true, false],
+        vec![true, true, false, false],
+        vec![true, true, true, false],
+    );
     check_add(&http, vec![1i8, -2], vec![3, 4], vec![4, 2]);
     check_add(&http, vec![1i16, -300], vec![3, 4], vec![4, -296]);
     check_add(&http, vec![1i32, 70_000], vec![3, 4], vec![4, 70_004]);

@@ -20,6 +20,7 @@ const IDLE_HEADER_TIMEOUT_S: &str = "1";
 /// is int32, `add_<dtype>` the others) and the two string methods.
 const MODELS: &[(&str, &str)] = &[
     ("add", "example-add"),
+    ("add_bool", "example-add"),
     ("add_int8", "example-add"),
     ("add_int16", "example-add"),
     ("add_int32", "example-add"),

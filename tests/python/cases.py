@@ -26,6 +26,12 @@ ADD_CASES = [
         np.array([-(2**63), 2**63 - 1, 6], np.int64),
         np.array([-1, 1, 7], np.int64),
     ),
+    (
+        "add_bool",
+        "BOOL",
+        np.array([True, False, True, False]),
+        np.array([True, True, False, False]),
+    ),
     ("add_uint8", "UINT8", np.array([255, 0, 17], np.uint8), np.array([1, 0, 3], np.uint8)),
     ("add_uint16", "UINT16", np.array([65535, 1, 2], np.uint16), np.array([1, 2, 3], np.uint16)),
     ("add_uint32", "UINT32", np.array([2**32 - 1, 7], np.uint32), np.array([2, 8], np.uint32)),

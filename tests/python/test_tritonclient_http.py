@@ -222,3 +222,13 @@ def test_bad_inputs_are_400_with_the_servers_reason(client, binary):
     refused([tensor("a", A, "INT32", binary), tensor("b", B[:1], "INT32", binary)], "shape")
     # A missing input.
     refused([tensor("a", A, "INT32", binary)], "missing input `b`")
+
+
+def test_binary_tensor_data_is_much_faster_than_json(authority):
+    # The short version of bench_binary_vs_json.py (docs/benchmarks.md): 4 MiB tensors against a
+    # debug build, with a bound far under the release figure.
+    from bench_binary_vs_json import measure
+
+    json_s, binary_s = measure(authority, mib=4, rounds=3)
+    print(f"4 MiB float32: JSON {json_s * 1e3:.0f} ms, binary {binary_s * 1e3:.0f} ms")
+    assert json_s > 5 * binary_s, (json_s, binary_s)

@@ -2,7 +2,8 @@
 //!
 //! A WIT tensor spec has one dtype, so the component exports `add` (int32, the dtype of
 //! TensorFlow's RPC example) and `add_<dtype>` for every numeric dtype: `add_int8` … `add_uint64`,
-//! `add_float16`, `add_bfloat16`, `add_float32`, `add_float64`. Both arguments must have the same
+//! `add_float16`, `add_bfloat16`, `add_float32`, `add_float64`, and `add_bool`, which is logical
+//! OR (Boolean addition, as NumPy's `np.add` on bools). Both arguments must have the same
 //! shape (no broadcasting), otherwise the call fails with `invalid-argument`. Integer addition
 //! wraps around on overflow (two's complement, as TensorFlow's does); float addition is IEEE 754.
 //!
@@ -59,8 +60,16 @@ float_add! {
     add_float64: f64, "float64";
 }
 
+/// Element-wise logical OR of two bool tensors of the same shape: Boolean addition, as NumPy's
+/// `np.add` does it on bools.
+#[wasmrpc_guest::method]
+pub fn add_bool(a: Tensor<bool>, b: Tensor<bool>) -> Result<Tensor<bool>, Error> {
+    a.zip_with(&b, |x, y| x | y)
+}
+
 wasmrpc_guest::export!(
     add,
+    add_bool,
     add_int8,
     add_int16,
     add_int32,
@@ -120,6 +129,16 @@ mod tests {
         assert_eq!(brain.item(), Some(&bf16::from_f32(2.0)));
         let double = add_float64(Tensor::scalar(0.1), Tensor::scalar(0.2)).unwrap();
         assert_eq!(double.item(), Some(&(0.1 + 0.2)));
+    }
+
+    #[test]
+    fn bools_add_as_logical_or() {
+        let sum = add_bool(
+            t(&[4], vec![true, false, true, false]),
+            t(&[4], vec![true, true, false, false]),
+        )
+        .unwrap();
+        assert_eq!(sum.as_slice(), &[true, true, true, false]);
     }
 
     #[test]
