@@ -293,6 +293,15 @@ impl Admission {
     pub fn running(&self) -> usize {
         self.inner.lock().running
     }
+
+    /// Calls of `tenant` running now (an admitted call counts itself).
+    pub fn running_of(&self, tenant: &TenantId) -> usize {
+        self.inner
+            .lock()
+            .tenants
+            .get(tenant)
+            .map_or(0, |t| t.running)
+    }
 }
 
 #[cfg(test)]

@@ -584,8 +584,8 @@ fn p99(mut samples: Vec<Duration>) -> Duration {
     samples[(samples.len() * 99 / 100).min(samples.len() - 1)]
 }
 
-/// One tenant keeps its quota of slow calls saturated; another tenant's latency is measured
-/// before and during. The flooding tenant gets RESOURCE_EXHAUSTED for what its queue cannot hold;
+/// One tenant keeps eight slow calls running (its quota) and more queued; another tenant's
+/// latency is measured before and during. The flooding tenant gets RESOURCE_EXHAUSTED for what its queue cannot hold;
 /// the other's p99 is printed beside the baseline's. The bound asserted here is generous (a debug
 /// build on a shared 2-core machine); the figure to compare with the 1.5x target is the printed
 /// one.
@@ -593,7 +593,7 @@ fn p99(mut samples: Vec<Duration>) -> Duration {
 fn a_tenant_flooding_its_quota_with_slow_calls_barely_moves_another_tenants_p99() {
     let keyed = Keyed::start(&[
         "--max-concurrent-calls",
-        "4",
+        "16",
         "--tenant-max-queued-calls",
         "2",
     ]);
@@ -610,7 +610,7 @@ fn a_tenant_flooding_its_quota_with_slow_calls_barely_moves_another_tenants_p99(
     let r = keyed.admin.request(
         "PUT",
         "/v1/tenants/flood/quota",
-        Some(br#"{"max_concurrent_calls": 1}"#),
+        Some(br#"{"max_concurrent_calls": 8}"#),
     );
     assert_eq!(r.status, 200);
     let measure = |n: usize| -> Vec<Duration> {
@@ -623,11 +623,12 @@ fn a_tenant_flooding_its_quota_with_slow_calls_barely_moves_another_tenants_p99(
             })
             .collect()
     };
-    measure(20); // warm up
-    let baseline = p99(measure(200));
+    // p99 of 500 calls: the 5th worst, steadier than the 2nd worst of 200 on a shared machine.
+    measure(50); // warm up
+    let baseline = p99(measure(500));
 
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let flooders: Vec<_> = (0..4)
+    let flooders: Vec<_> = (0..12)
         .map(|_| {
             let (flood, stop) = (flood.clone(), stop.clone());
             std::thread::spawn(move || {
@@ -648,7 +649,7 @@ fn a_tenant_flooding_its_quota_with_slow_calls_barely_moves_another_tenants_p99(
         })
         .collect();
     std::thread::sleep(Duration::from_millis(300));
-    let flooded = p99(measure(200));
+    let flooded = p99(measure(500));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let (mut done, mut refused) = (0, 0);
     for f in flooders {

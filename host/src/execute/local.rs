@@ -1,11 +1,13 @@
 //! Running calls in this process: a call slot from admission, the compiled component from the
-//! module cache, then a fresh instance in the runtime.
+//! module cache, then a fresh instance in the runtime, on the lane its tenant's load puts it in
+//! (`lanes.rs`).
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use wasmrpc_proto::Tensor;
 
+use super::lanes::Lanes;
 use super::{CallLimits, Executor, ModuleCache};
 use crate::admission::Admission;
 use crate::registry::Registration;
@@ -18,6 +20,7 @@ pub struct LocalExecutor {
     runtime: Arc<Runtime>,
     modules: Arc<ModuleCache>,
     admission: Arc<Admission>,
+    lanes: Lanes,
 }
 
 impl LocalExecutor {
@@ -27,10 +30,12 @@ impl LocalExecutor {
         modules: Arc<ModuleCache>,
         admission: Arc<Admission>,
     ) -> Self {
+        let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         LocalExecutor {
             runtime,
             modules,
             admission,
+            lanes: Lanes::new(cpus),
         }
     }
 }
@@ -51,16 +56,36 @@ impl Executor for LocalExecutor {
             .admission
             .admit(tenant, limits.share, limits.deadline)
             .await?;
-        Ok(self
-            .runtime
-            .call(
-                &module,
-                &registration.export,
-                args,
-                limits.deadline,
-                started,
-                limits.memory,
-            )
-            .await?)
+        let lane = self
+            .lanes
+            .lane_for(tenant, self.admission.running_of(tenant));
+        let runtime = self.runtime.clone();
+        let export = registration.export.clone();
+        let call = self
+            .lanes
+            .spawn(lane, async move {
+                runtime
+                    .call(
+                        &module,
+                        &export,
+                        args,
+                        limits.deadline,
+                        started,
+                        limits.memory,
+                    )
+                    .await
+            })
+            .map_err(|e| {
+                ServiceError::Unavailable(format!("cannot start a thread to run the call: {e}"))
+            })?;
+        match call.await {
+            Ok(result) => Ok(result?),
+            // The guest's task panicked: a bug of the host, not the guest's (whose traps are
+            // errors); let it surface as a panic would have.
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(ServiceError::Unavailable(format!(
+                "the call was stopped: {e}"
+            ))),
+        }
     }
 }

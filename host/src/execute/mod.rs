@@ -4,6 +4,7 @@
 //! [`LocalExecutor`] runs it in this process's runtime, admitted by this process's call slots; a
 //! cluster executor will send it to another worker instead, with the same contract.
 
+mod lanes;
 mod local;
 pub mod modules;
 

@@ -1,0 +1,278 @@
+//! Lanes: where a guest's code runs, by how many calls its tenant is running.
+//!
+//! Guests do not run on the runtime that serves HTTP but on lanes: tokio runtimes of their own,
+//! each with its threads at one OS priority (`nice`). A tenant's first running call goes to the
+//! top lane, its next ones to ever lower lanes (calls 2, 3–4, 5–8, 9–16, 17 and up), counting
+//! the most it has run at once over the last second or two, so a tenant whose slow calls end
+//! together and start again does not get the top lane back with its first new one. Guests on
+//! one lane take turns cooperatively, at every epoch tick; across lanes the kernel preempts at
+//! once. So a tenant with one call in flight gets a CPU as soon as its call is ready, however
+//! many slow calls another tenant keeps running, and the HTTP threads (at the process's own
+//! priority) are never queued behind guests. Priority only matters when CPUs are contended: a
+//! tenant alone on the server runs all its calls at full speed, so capacity one tenant leaves
+//! idle is anyone's.
+//!
+//! Lowering a thread's priority needs no privilege but raising it does, so a lane's threads keep
+//! their priority for life; a lane's runtime starts on its first call.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::tenancy::TenantId;
+
+/// How much lower each lane's priority is than the one above.
+const NICE_STEP: i32 = 4;
+
+/// Lanes, from the top (a tenant's first running call) down.
+const LANES: usize = 6;
+
+/// How long a tenant's peak of running calls is remembered: between one and two of these.
+const PEAK_WINDOW: Duration = Duration::from_secs(1);
+
+/// The lanes of one server.
+pub struct Lanes {
+    lanes: [OnceLock<tokio::runtime::Runtime>; LANES],
+    threads_per_lane: usize,
+    peaks: Mutex<HashMap<TenantId, RecentPeak>>,
+}
+
+/// The most calls a tenant ran at once in the current window and the one before.
+#[derive(Debug, Clone, Copy)]
+struct RecentPeak {
+    window_start: Instant,
+    current: usize,
+    previous: usize,
+}
+
+impl RecentPeak {
+    /// Note `running` at `now` and answer the peak of the last one or two windows.
+    fn note(&mut self, running: usize, now: Instant) -> usize {
+        let elapsed = now.saturating_duration_since(self.window_start);
+        if elapsed >= PEAK_WINDOW * 2 {
+            *self = RecentPeak {
+                window_start: now,
+                current: 0,
+                previous: 0,
+            };
+        } else if elapsed >= PEAK_WINDOW {
+            self.previous = self.current;
+            self.current = 0;
+            self.window_start += PEAK_WINDOW;
+        }
+        self.current = self.current.max(running);
+        self.current.max(self.previous)
+    }
+}
+
+impl std::fmt::Debug for Lanes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let started = self.lanes.iter().filter(|l| l.get().is_some()).count();
+        f.debug_struct("Lanes")
+            .field("started", &started)
+            .field("threads_per_lane", &self.threads_per_lane)
+            .finish()
+    }
+}
+
+impl Lanes {
+    /// Lanes of `threads_per_lane` threads each (the CPUs there are, at least 1).
+    pub fn new(threads_per_lane: usize) -> Self {
+        Lanes {
+            lanes: Default::default(),
+            threads_per_lane: threads_per_lane.max(1),
+            peaks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The lane of a call of `tenant`, which is running `running` calls now (this one
+    /// included): by the most it has run at once lately.
+    pub fn lane_for(&self, tenant: &TenantId, running: usize) -> usize {
+        let now = Instant::now();
+        let mut peaks = self.peaks.lock().unwrap_or_else(PoisonError::into_inner);
+        if peaks.len() > 4096 {
+            // Forget tenants quiet for two windows: their peak is gone anyway.
+            peaks.retain(|_, p| now.saturating_duration_since(p.window_start) < PEAK_WINDOW * 2);
+        }
+        let peak = peaks
+            .entry(tenant.clone())
+            .or_insert(RecentPeak {
+                window_start: now,
+                current: 0,
+                previous: 0,
+            })
+            .note(running, now);
+        Self::lane_of(peak)
+    }
+
+    /// The lane of a call that is its tenant's `running`-th running call (counting itself).
+    pub fn lane_of(running: usize) -> usize {
+        let below = running.saturating_sub(1);
+        ((usize::BITS - below.leading_zeros()) as usize).min(LANES - 1)
+    }
+
+    /// Run `call` on `lane`; the task is aborted if the returned handle is dropped.
+    ///
+    /// # Errors
+    /// A lane whose runtime cannot start (no threads left): the caller's error from `failed`.
+    pub fn spawn<F>(&self, lane: usize, call: F) -> std::io::Result<AbortOnDrop<F::Output>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let lane = lane.min(LANES - 1);
+        let runtime = match self.lanes[lane].get() {
+            Some(runtime) => runtime,
+            None => {
+                let runtime = start_lane(lane, self.threads_per_lane)?;
+                // Two first calls may race to start it: one runtime wins, the other is dropped
+                // (outside any async context: `shutdown_background` does not block).
+                if let Err(loser) = self.lanes[lane].set(runtime) {
+                    loser.shutdown_background();
+                }
+                self.lanes[lane].get().expect("set above")
+            }
+        };
+        Ok(AbortOnDrop(runtime.spawn(call)))
+    }
+}
+
+impl Drop for Lanes {
+    fn drop(&mut self) {
+        // Dropping a runtime blocks until its tasks end, which panics inside an async context
+        // (where a server's last reference may be dropped); the guests' tasks are stopped at
+        // their next epoch tick anyway.
+        for lane in &mut self.lanes {
+            if let Some(runtime) = lane.take() {
+                runtime.shutdown_background();
+            }
+        }
+    }
+}
+
+fn start_lane(lane: usize, threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    let nice = NICE_STEP * lane as i32;
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name(format!("wasmrpc-lane{lane}"))
+        .on_thread_start(move || lower_this_threads_priority(nice))
+        .enable_all()
+        .build()
+}
+
+/// Lower the calling thread's priority by `nice` (no-op at 0, and off Linux).
+#[cfg(target_os = "linux")]
+fn lower_this_threads_priority(nice: i32) {
+    if nice == 0 {
+        return;
+    }
+    // SAFETY: gettid and setpriority only read their arguments; on Linux a thread id names one
+    // thread, so only this thread's priority changes.
+    unsafe {
+        let tid = libc::gettid();
+        let current = libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t);
+        libc::setpriority(
+            libc::PRIO_PROCESS,
+            tid as libc::id_t,
+            (current + nice).min(19),
+        );
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn lower_this_threads_priority(_nice: i32) {}
+
+/// A spawned task that is aborted when this handle is dropped (the caller went away).
+pub struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Future for AbortOnDrop<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tenants_further_calls_go_to_ever_lower_lanes() {
+        let lanes: Vec<usize> = [1, 2, 3, 4, 5, 8, 9, 16, 17, 1000]
+            .into_iter()
+            .map(Lanes::lane_of)
+            .collect();
+        assert_eq!(lanes, [0, 1, 2, 2, 3, 3, 4, 4, 5, 5]);
+        assert_eq!(Lanes::lane_of(0), 0);
+    }
+
+    #[test]
+    fn a_tenants_recent_peak_keeps_its_calls_low_for_a_while() {
+        let mut peak = RecentPeak {
+            window_start: Instant::now(),
+            current: 0,
+            previous: 0,
+        };
+        let start = peak.window_start;
+        assert_eq!(peak.note(8, start), 8);
+        // Its slow calls all ended; the first new one still counts the peak.
+        assert_eq!(peak.note(1, start + PEAK_WINDOW / 2), 8);
+        assert_eq!(peak.note(1, start + PEAK_WINDOW * 3 / 2), 8);
+        // Two windows later it is forgotten.
+        assert_eq!(peak.note(1, start + PEAK_WINDOW * 5 / 2), 1);
+        assert_eq!(peak.note(1, start + PEAK_WINDOW * 10), 1);
+    }
+
+    #[test]
+    fn a_call_runs_on_its_lane_at_that_lanes_priority_and_stops_when_dropped() {
+        let lanes = Lanes::new(1);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let name = lanes
+                .spawn(2, async {
+                    std::thread::current().name().map(str::to_owned)
+                })
+                .unwrap()
+                .await
+                .unwrap();
+            assert_eq!(name.as_deref(), Some("wasmrpc-lane2"));
+            #[cfg(target_os = "linux")]
+            {
+                let (top, low) = (
+                    lanes.spawn(0, async {
+                        unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }
+                    }),
+                    lanes.spawn(2, async {
+                        unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }
+                    }),
+                );
+                let (top, low) = (top.unwrap().await.unwrap(), low.unwrap().await.unwrap());
+                assert_eq!(low, (top + 2 * NICE_STEP).min(19), "lane 2 runs lower");
+            }
+            // A dropped handle aborts its task.
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            let handle = lanes
+                .spawn(1, async move {
+                    let _tx = tx;
+                    std::future::pending::<()>().await;
+                })
+                .unwrap();
+            drop(handle);
+            assert!(rx.await.is_err(), "the task was dropped with its sender");
+        });
+    }
+}
