@@ -8,13 +8,18 @@ use crate::support::{Http, TestServer, guest, http::Response};
 use crate::tenants::Keyed;
 
 fn v2_server() -> (TestServer, Http) {
-    let server = TestServer::start(&[]);
-    let http = server.http();
-    for (name, package, export) in [
+    server_with(&[
         ("add", "example-add", "add"),
         ("spin", "guest-hostile", "spin"),
         ("upper", "example-strings", "upper"),
-    ] {
+    ])
+}
+
+/// A server with `methods` registered, each `(name, guest package, export)`.
+pub(crate) fn server_with(methods: &[(&str, &str, &str)]) -> (TestServer, Http) {
+    let server = TestServer::start(&[]);
+    let http = server.http();
+    for (name, package, export) in methods {
         let r = http.put(
             &format!("/v1/methods/{name}?export={export}"),
             &guest(package),

@@ -6,26 +6,10 @@ use half::{bf16, f16};
 use serde_json::{Value, json};
 use wasmrpc_proto::{DType, Element, Tensor};
 
-use crate::support::{Http, TestServer, guest, http::Response};
+use crate::kserve::server_with;
+use crate::support::{Http, http::Response};
 
 const HEADER: &str = "Inference-Header-Content-Length";
-
-fn server_with(methods: &[(&str, &str, &str)]) -> (TestServer, Http) {
-    let server = TestServer::start(&[]);
-    let http = server.http();
-    for (name, package, export) in methods {
-        let r = http.put(
-            &format!("/v1/methods/{name}?export={export}"),
-            &guest(package),
-        );
-        assert!(
-            r.status < 300,
-            "{name}: {}",
-            String::from_utf8_lossy(&r.body)
-        );
-    }
-    (server, http)
-}
 
 /// POST a JSON header and binary data after it, with the header's length.
 fn post_binary(http: &Http, path: &str, header: &Value, data: &[&[u8]]) -> Response {
