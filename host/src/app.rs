@@ -50,7 +50,7 @@ impl App {
             anyhow::anyhow!("opening the store in {}: {e}", config.data_dir.display())
         })?;
         let access = match &config.admin_key_file {
-            None => Access::open(config.tenant_defaults),
+            None => Access::open(config.open_defaults),
             Some(path) => {
                 let (key, created) = admin_key::load_or_create(path)?;
                 if created {

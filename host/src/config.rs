@@ -258,10 +258,18 @@ impl ServeSettings {
             max_stored_bytes: self.tenant_max_stored_bytes.unwrap_or(0),
             max_concurrent_calls: self
                 .tenant_max_concurrent_calls
-                .unwrap_or(server_limits.max_concurrent_calls)
+                .unwrap_or_else(|| shared_slots(server_limits.max_concurrent_calls))
                 .clamp(1, server_limits.max_concurrent_calls),
             calls_per_second: self.tenant_calls_per_second.unwrap_or(0),
             ..server_limits
+        };
+        // Without keys there is one tenant and nobody to keep slots for.
+        let open_defaults = Quota {
+            max_concurrent_calls: self
+                .tenant_max_concurrent_calls
+                .unwrap_or(server_limits.max_concurrent_calls)
+                .clamp(1, server_limits.max_concurrent_calls),
+            ..tenant_defaults
         };
         Ok(ServerConfig {
             listen: self
@@ -277,9 +285,21 @@ impl ServeSettings {
             admin_key_file: self.admin_key_file.clone(),
             metrics_listen: self.metrics_listen,
             tenant_defaults,
+            open_defaults,
             server_limits,
         })
     }
+}
+
+/// A tenant's default share of `slots` call slots when tenants share the server: all but an
+/// eighth (at least one), which one tenant alone can never hold. Slots are held for a call's whole
+/// length, so a tenant that filled them all with slow calls would make every other tenant wait
+/// for one of them to end, however fairly freed slots are handed out.
+fn shared_slots(slots: u64) -> u64 {
+    if slots < 2 {
+        return slots;
+    }
+    slots - slots.div_ceil(8)
 }
 
 /// Everything the server needs, resolved.
@@ -299,8 +319,11 @@ pub struct ServerConfig {
     pub admin_key_file: Option<PathBuf>,
     /// A second address serving `/metrics` alone.
     pub metrics_listen: Option<SocketAddr>,
-    /// The quota of a tenant without settings of its own.
+    /// The quota of a tenant without settings of its own, when keys are configured.
     pub tenant_defaults: Quota,
+    /// The quota of the one implicit tenant when no keys are configured: the same, except that
+    /// it may fill every call slot.
+    pub open_defaults: Quota,
     /// The server's own limits, which no quota may exceed (0: none).
     pub server_limits: Quota,
     /// Calls one tenant may have waiting for a slot.
@@ -321,6 +344,23 @@ pub fn default_data_dir() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tenant_by_default_leaves_an_eighth_of_the_slots_to_others() {
+        let shares: Vec<u64> = [64, 16, 4, 2, 1].into_iter().map(shared_slots).collect();
+        assert_eq!(shares, [56, 14, 3, 1, 1]);
+        let resolved = ServeSettings::default().resolve().unwrap();
+        assert_eq!(resolved.tenant_defaults.max_concurrent_calls, 56);
+        assert_eq!(resolved.open_defaults.max_concurrent_calls, 64);
+        let told = ServeSettings {
+            tenant_max_concurrent_calls: Some(64),
+            ..ServeSettings::default()
+        };
+        assert_eq!(
+            told.resolve().unwrap().tenant_defaults.max_concurrent_calls,
+            64
+        );
+    }
 
     fn with_tls(cert: Option<&Path>, key: Option<&Path>) -> ServeSettings {
         ServeSettings {
