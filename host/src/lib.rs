@@ -22,6 +22,7 @@ mod runtime;
 mod server;
 mod service;
 mod tenancy;
+mod thread_priority;
 
 pub use config::ServeSettings;
 pub use server::{ComponentSource, Server};

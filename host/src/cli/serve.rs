@@ -32,6 +32,8 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("wasmrpc-worker")
+        // The HTTP workers answer as soon as a request arrives, ahead of guests' threads.
+        .on_thread_start(crate::thread_priority::prefer_on_wakeup)
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {

@@ -13,7 +13,9 @@
 //! idle is anyone's.
 //!
 //! Lowering a thread's priority needs no privilege but raising it does, so a lane's threads keep
-//! their priority for life; a lane's runtime starts on its first call.
+//! their priority for life; a lane's runtime starts on its first call. The top lane's threads
+//! also ask for short time slices, as the HTTP workers do (`thread_priority.rs`), so the kernel
+//! lets them in as soon as they wake.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -156,32 +158,15 @@ fn start_lane(lane: usize, threads: usize) -> std::io::Result<tokio::runtime::Ru
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .thread_name(format!("wasmrpc-lane{lane}"))
-        .on_thread_start(move || lower_this_threads_priority(nice))
+        .on_thread_start(move || {
+            if lane == 0 {
+                crate::thread_priority::prefer_on_wakeup();
+            }
+            crate::thread_priority::lower_by(nice);
+        })
         .enable_all()
         .build()
 }
-
-/// Lower the calling thread's priority by `nice` (no-op at 0, and off Linux).
-#[cfg(target_os = "linux")]
-fn lower_this_threads_priority(nice: i32) {
-    if nice == 0 {
-        return;
-    }
-    // SAFETY: gettid and setpriority only read their arguments; on Linux a thread id names one
-    // thread, so only this thread's priority changes.
-    unsafe {
-        let tid = libc::gettid();
-        let current = libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t);
-        libc::setpriority(
-            libc::PRIO_PROCESS,
-            tid as libc::id_t,
-            (current + nice).min(19),
-        );
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn lower_this_threads_priority(_nice: i32) {}
 
 /// A spawned task that is aborted when this handle is dropped (the caller went away).
 pub struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
