@@ -29,6 +29,8 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
             Compiler::this_binary().context("finding the wasmrpc binary to compile with")?;
     }
     keep_freed_memory_for_reuse();
+    // The accept loop runs on this thread (`block_on` below).
+    crate::thread_priority::prefer_on_wakeup();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("wasmrpc-worker")
