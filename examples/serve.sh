@@ -37,7 +37,7 @@ done
 
 deploy() { "$wasmrpc" deploy --if-changed "$@"; }
 deploy add "$wasm/example_add.wasm" --export add
-for dtype in int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 bfloat16 float32 float64; do
+for dtype in bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 bfloat16 float32 float64; do
     deploy "add_$dtype" "$wasm/example_add.wasm" --export "add_$dtype"
 done
 deploy matmul "$wasm/example_matmul.wasm"
