@@ -211,6 +211,11 @@ fn main() {
             let label = format!("keep resident {} KiB", keep >> 10);
             bench_instance_per_call(&component, &label, config).await;
         }
+        let unbatched = RuntimeConfig {
+            pool_decommit_batch: 1,
+            ..RuntimeConfig::default()
+        };
+        bench_instance_per_call(&component, "decommit batch 1", unbatched).await;
         let on_demand = RuntimeConfig {
             pooling: false,
             ..RuntimeConfig::default()

@@ -54,6 +54,10 @@ pub struct RuntimeConfig {
     /// Bytes at the start of each pooled memory and table that are reset with `memset` when a
     /// slot is reused, instead of being handed back to the kernel (see docs/benchmarks.md).
     pub pool_keep_resident_bytes: usize,
+    /// How many pooled memories and tables are handed back to the kernel in one batch: each
+    /// batch costs one round of TLB shootdowns across CPUs instead of one per call (see
+    /// docs/benchmarks.md). A slot waiting in a batch is not reused before it is reset.
+    pub pool_decommit_batch: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -78,6 +82,7 @@ impl Default for RuntimeConfig {
             max_queued_calls: 4096,
             pooling: true,
             pool_keep_resident_bytes: 64 << 10,
+            pool_decommit_batch: 8,
         }
     }
 }

@@ -51,7 +51,8 @@ pub fn engine_config(config: &RuntimeConfig) -> Config {
             // Reset the first pages of a reused slot with memset instead of madvise: cheaper for
             // the small heaps most calls touch, and just as clean (see the marker test).
             .linear_memory_keep_resident(config.pool_keep_resident_bytes)
-            .table_keep_resident(config.pool_keep_resident_bytes);
+            .table_keep_resident(config.pool_keep_resident_bytes)
+            .decommit_batch_size(config.pool_decommit_batch.max(1));
         c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
     c
