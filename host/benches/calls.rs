@@ -13,11 +13,13 @@
 #[allow(dead_code)]
 mod guests;
 
+#[path = "support/baseline.rs"]
+mod baseline;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::routing::post;
-use wasmrpc_client::{CallResponse, Client, Encoding, Tensor};
+use wasmrpc_client::{Client, Encoding, Tensor};
 use wasmrpc_host::Server;
 use wasmrpc_host::internals::{Runtime, RuntimeConfig, serve_connections};
 
@@ -96,20 +98,6 @@ async fn bench_instance_per_call(component: &[u8], label: &str, config: RuntimeC
     );
 }
 
-async fn native_add(body: axum::body::Bytes) -> axum::response::Response {
-    // The same decoder the server uses, so the difference is the sandbox and the plumbing.
-    let t = wasmrpc_client::json::decode_call_request(&body)
-        .expect("a call request")
-        .args;
-    let (x, y) = (t[0].to_vec::<i32>().unwrap(), t[1].to_vec::<i32>().unwrap());
-    let sum: Vec<i32> = x.iter().zip(&y).map(|(p, q)| p.wrapping_add(*q)).collect();
-    let out = serde_json::to_vec(&CallResponse {
-        outputs: vec![Tensor::vector(sum)],
-    })
-    .unwrap();
-    axum::response::IntoResponse::into_response(out)
-}
-
 /// Calls per second with `in_flight` concurrent callers, `total` calls.
 async fn throughput(client: &Client, total: usize, in_flight: usize) -> f64 {
     let (a, b) = inputs(16);
@@ -150,12 +138,7 @@ async fn bench_http(component: &[u8]) {
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let native_url = format!("http://{}", listener.local_addr().unwrap());
-    let app = axum::Router::new()
-        .route("/v1/methods/add/call", post(native_add))
-        .route(
-            "/v1/methods",
-            axum::routing::get(|| async { axum::Json(serde_json::json!({ "methods": [] })) }),
-        );
+    let app = baseline::router();
     tokio::spawn(serve_connections(
         listener,
         app,

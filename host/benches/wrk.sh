@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# wasmrpc against a native baseline under the same load generator, side by side in one run: the
+# rows P1 and P2 of docs/benchmarks.md ("HTTP/1.1 under wrk"). Builds in release, starts both
+# servers on free loopback ports, drives each with wrk (installed from Debian's packages if it is
+# missing), and prints each row's value, target and pass/fail.
+#
+#   bash host/benches/wrk.sh                 # 10 s a measurement, 3 rounds, alternating sides
+#   WRK_SECONDS=30 WRK_ROUNDS=5 bash host/benches/wrk.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+seconds=${WRK_SECONDS:-10}
+rounds=${WRK_ROUNDS:-3}
+
+if ! command -v wrk >/dev/null; then
+    echo "installing wrk from Debian's packages" >&2
+    if [ "$(id -u)" = 0 ]; then apt-get install -y wrk >&2; else sudo apt-get install -y wrk >&2; fi
+fi
+rustup target add wasm32-wasip2 >&2
+cargo build --release -p wasmrpc-host --bin wasmrpc --example baseline_server >&2
+cargo build --profile guest --target wasm32-wasip2 --target-dir target/guests -p example-add >&2
+
+work=$(mktemp -d)
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT INT TERM
+
+# Start "$@" writing to $1's log, and wait for its "listening on http://ADDRESS" line.
+start() {
+    local log=$1; shift
+    "$@" > "$log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 1 300); do
+        if grep -q "listening on http://" "$log"; then
+            sed -n 's/.*listening on http:\/\/\([^ ]*\).*/\1/p' "$log" | head -1
+            return
+        fi
+        sleep 0.1
+    done
+    echo "did not start: $*" >&2; cat "$log" >&2; exit 1
+}
+
+wasmrpc_addr=$(start "$work/wasmrpc.log" target/release/wasmrpc serve \
+    --listen 127.0.0.1:0 --data-dir "$work/data")
+baseline_addr=$(start "$work/baseline.log" target/release/examples/baseline_server 127.0.0.1:0)
+WASMRPC_SERVER="http://$wasmrpc_addr" target/release/wasmrpc deploy add \
+    target/guests/wasm32-wasip2/guest/example_add.wasm --export add >&2
+
+cat > "$work/add.lua" <<'LUA'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"args":[{"dtype":"int32","shape":[],"data":2},{"dtype":"int32","shape":[],"data":3}]}'
+LUA
+
+# Requests per second of one wrk run; fails if any answer was not 2xx.
+throughput() {
+    local out
+    out=$(wrk -t2 -c32 -d"${seconds}s" -s "$work/add.lua" "http://$1/v1/methods/add/call")
+    if grep -q "Non-2xx" <<<"$out"; then echo "errors from $1: $out" >&2; exit 1; fi
+    awk '/Requests\/sec/ {print $2}' <<<"$out"
+}
+
+# "p50 p99" latency in microseconds at one connection.
+latency() {
+    wrk -t1 -c1 -d"${seconds}s" --latency -s "$work/add.lua" "http://$1/v1/methods/add/call" |
+        awk 'function us(v) { if (v ~ /us$/) return v + 0; if (v ~ /ms$/) return v * 1000; return v * 1e6 }
+             $1 == "50%" { p50 = us($2) } $1 == "99%" { p99 = us($2) } END { print p50, p99 }'
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+w_rps=(); b_rps=(); w_p50=(); b_p50=(); w_p99=(); b_p99=()
+for round in $(seq 1 "$rounds"); do
+    echo "round $round of $rounds" >&2
+    w_rps+=("$(throughput "$wasmrpc_addr")"); b_rps+=("$(throughput "$baseline_addr")")
+    read -r p50 p99 < <(latency "$wasmrpc_addr"); w_p50+=("$p50"); w_p99+=("$p99")
+    read -r p50 p99 < <(latency "$baseline_addr"); b_p50+=("$p50"); b_p99+=("$p99")
+done
+
+wr=$(printf '%s\n' "${w_rps[@]}" | median); br=$(printf '%s\n' "${b_rps[@]}" | median)
+w50=$(printf '%s\n' "${w_p50[@]}" | median); b50=$(printf '%s\n' "${b_p50[@]}" | median)
+w99=$(printf '%s\n' "${w_p99[@]}" | median)
+
+echo
+echo "wasmrpc $wasmrpc_addr against the native baseline $baseline_addr; wrk, HTTP/1.1 keep-alive,"
+echo "scalar int32 add in JSON, ${seconds} s a measurement, median of $rounds alternating rounds"
+awk -v wr="$wr" -v br="$br" -v w50="$w50" -v b50="$b50" -v w99="$w99" 'BEGIN {
+    row("P1 throughput, 32 connections: wasmrpc / baseline",
+        sprintf("%.0f / %.0f req/s = %.2f", wr, br, wr / br), ">= 0.75", wr / br >= 0.75)
+    row("P2 p50 at 1 connection: wasmrpc - baseline",
+        sprintf("%.0f - %.0f us = %.0f us", w50, b50, w50 - b50), "<= 30 us", w50 - b50 <= 30)
+    row("P2 p99 / p50 at 1 connection (wasmrpc)",
+        sprintf("%.0f / %.0f us = %.2f", w99, w50, w99 / w50), "<= 2", w99 / w50 <= 2)
+}
+function row(name, value, target, ok) { printf "%-52s %-34s %-9s %s\n", name, value, target, ok ? "pass" : "FAIL" }'
