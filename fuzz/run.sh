@@ -20,7 +20,7 @@ rustup toolchain list | grep -q '^nightly' || {
     exit 1
 }
 golden=../proto/tests/golden
-for target in tensor_json call_request; do
+for target in tensor_json call_request infer_request; do
     mkdir -p "corpus/$target"
     echo "fuzz: $target for ${seconds} s"
     cargo +nightly fuzz run "$target" "corpus/$target" "$golden/canonical" "$golden/accepted" \
