@@ -25,24 +25,29 @@ pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT INT TERM
 
-# Start "$@" writing to $1's log, and wait for its "listening on http://ADDRESS" line.
+# Start "$@" in the background writing to the log $1 (this shell keeps its pid, for cleanup).
 start() {
     local log=$1; shift
     "$@" > "$log" 2>&1 &
     pids+=($!)
+}
+
+# The address in the log $1's "listening on http://ADDRESS" line, once it is there.
+address_in() {
     for _ in $(seq 1 300); do
-        if grep -q "listening on http://" "$log"; then
-            sed -n 's/.*listening on http:\/\/\([^ ]*\).*/\1/p' "$log" | head -1
+        if grep -q "listening on http://" "$1"; then
+            sed -n 's/.*listening on http:\/\/\([^ ]*\).*/\1/p' "$1" | head -1
             return
         fi
         sleep 0.1
     done
-    echo "did not start: $*" >&2; cat "$log" >&2; exit 1
+    echo "did not start:" >&2; cat "$1" >&2; exit 1
 }
 
-wasmrpc_addr=$(start "$work/wasmrpc.log" target/release/wasmrpc serve \
-    --listen 127.0.0.1:0 --data-dir "$work/data")
-baseline_addr=$(start "$work/baseline.log" target/release/examples/baseline_server 127.0.0.1:0)
+start "$work/wasmrpc.log" target/release/wasmrpc serve --listen 127.0.0.1:0 --data-dir "$work/data"
+start "$work/baseline.log" target/release/examples/baseline_server 127.0.0.1:0
+wasmrpc_addr=$(address_in "$work/wasmrpc.log")
+baseline_addr=$(address_in "$work/baseline.log")
 WASMRPC_SERVER="http://$wasmrpc_addr" target/release/wasmrpc deploy add \
     target/guests/wasm32-wasip2/guest/example_add.wasm --export add >&2
 
