@@ -279,10 +279,7 @@ impl Client {
         let timeout_us = (!timeout.is_zero())
             .then(|| u64::try_from(timeout.as_micros().max(1)).unwrap_or(u64::MAX));
         let encoded = kserve::encode_infer_request(&inputs, timeout_us);
-        let path = match version {
-            Some(v) => format!("/v2/models/{name}/versions/{v}/infer"),
-            None => format!("/v2/models/{name}/infer"),
-        };
+        let path = format!("{}/infer", model_path(name, version));
         let (response_headers, body) = self
             .inner
             .transport
@@ -337,11 +334,11 @@ impl Client {
         {
             return Ok(names.clone());
         }
-        let path = match version {
-            Some(v) => format!("/v2/models/{name}/versions/{v}"),
-            None => format!("/v2/models/{name}"),
-        };
-        let body = self.inner.transport.send(Method::GET, &path, None).await?;
+        let body = self
+            .inner
+            .transport
+            .send(Method::GET, &model_path(name, version), None)
+            .await?;
         let metadata: kserve::ModelMetadata = decode(&body)?;
         let names: Vec<String> = metadata.inputs.into_iter().map(|i| i.name).collect();
         self.inner
@@ -372,6 +369,14 @@ impl Client {
                     .remove(name);
             }
         }
+    }
+}
+
+/// The v2 route of a model, at `version` when pinned: `/v2/models/{name}[/versions/{v}]`.
+fn model_path(name: &str, version: Option<u32>) -> String {
+    match version {
+        Some(v) => format!("/v2/models/{name}/versions/{v}"),
+        None => format!("/v2/models/{name}"),
     }
 }
 

@@ -141,7 +141,7 @@ pub fn decode_infer_request(
     header_length: Option<u64>,
 ) -> Result<InferRequest, InferRequestError> {
     let body_error = |m: String| InferRequestError::Body(m);
-    let (header, mut binary) = split_header(body, header_length)?;
+    let (header, binary) = split_header(body, header_length)?;
     let raw: RawRequest<'_> =
         serde_json::from_slice(header).map_err(|e| body_error(e.to_string()))?;
     let parameters = raw.parameters.unwrap_or_default();
@@ -157,13 +157,7 @@ pub fn decode_infer_request(
             ))
         })?
         .unwrap_or(false);
-    let inputs = named_tensors(raw.inputs, header_length.is_some(), &mut binary)?;
-    if !binary.is_empty() {
-        return Err(body_error(format!(
-            "{} bytes of binary data follow the header that no input's binary_data_size claims",
-            binary.len()
-        )));
-    }
+    let inputs = named_tensors(raw.inputs, header_length.is_some(), binary, "input")?;
     let outputs = raw
         .outputs
         .map(|outputs| {
@@ -198,16 +192,18 @@ fn split_header(
     }
 }
 
-/// Each named tensor of a request's inputs or a response's outputs, binary ones cut from the
-/// front of `binary` in order.
+/// Each named tensor of a request's inputs or a response's outputs (`what`), binary ones cut
+/// from the front of `binary` in order; binary data no tensor claims is refused.
 fn named_tensors(
     raw: Vec<RawInput<'_>>,
     has_binary_part: bool,
-    binary: &mut Bytes,
+    mut binary: Bytes,
+    what: &str,
 ) -> Result<Vec<InferInput>, InferRequestError> {
-    raw.into_iter()
+    let tensors = raw
+        .into_iter()
         .map(|input| {
-            let tensor = input_tensor(&input, has_binary_part, binary).map_err(|error| {
+            let tensor = input_tensor(&input, has_binary_part, &mut binary).map_err(|error| {
                 InferRequestError::Input {
                     name: input.name.clone(),
                     error,
@@ -218,7 +214,14 @@ fn named_tensors(
                 tensor,
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    if !binary.is_empty() {
+        return Err(InferRequestError::Body(format!(
+            "{} bytes of binary data follow the header that no {what}'s binary_data_size claims",
+            binary.len()
+        )));
+    }
+    Ok(tensors)
 }
 
 /// One input's tensor: from its JSON `data`, or cut from the front of `binary`.
@@ -544,17 +547,10 @@ pub fn decode_infer_response(
     body: &Bytes,
     header_length: Option<u64>,
 ) -> Result<Vec<InferInput>, InferRequestError> {
-    let (header, mut binary) = split_header(body, header_length)?;
+    let (header, binary) = split_header(body, header_length)?;
     let raw: RawResponse<'_> =
         serde_json::from_slice(header).map_err(|e| InferRequestError::Body(e.to_string()))?;
-    let outputs = named_tensors(raw.outputs, header_length.is_some(), &mut binary)?;
-    if !binary.is_empty() {
-        return Err(InferRequestError::Body(format!(
-            "{} bytes of binary data follow the header that no output's binary_data_size claims",
-            binary.len()
-        )));
-    }
-    Ok(outputs)
+    named_tensors(raw.outputs, header_length.is_some(), binary, "output")
 }
 
 #[cfg(test)]
