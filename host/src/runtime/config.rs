@@ -58,6 +58,10 @@ pub struct RuntimeConfig {
     /// batch costs one round of TLB shootdowns across CPUs instead of one per call (see
     /// docs/benchmarks.md). A slot waiting in a batch is not reused before it is reset.
     pub pool_decommit_batch: usize,
+    /// Find the pages a call dirtied with Linux's `PAGEMAP_SCAN` (kernel 6.7+; ignored where it
+    /// is missing) and reset only those, up to `pool_keep_resident_bytes` anywhere in the
+    /// memory, instead of the first `pool_keep_resident_bytes` bytes whether used or not.
+    pub pool_pagemap_scan: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -81,8 +85,9 @@ impl Default for RuntimeConfig {
             max_concurrent_calls: 64,
             max_queued_calls: 4096,
             pooling: true,
-            pool_keep_resident_bytes: 64 << 10,
+            pool_keep_resident_bytes: 1 << 20,
             pool_decommit_batch: 8,
+            pool_pagemap_scan: true,
         }
     }
 }

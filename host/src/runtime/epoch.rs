@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::config::{EPOCH_TICK, RuntimeConfig};
 
@@ -52,7 +52,12 @@ pub fn engine_config(config: &RuntimeConfig) -> Config {
             // the small heaps most calls touch, and just as clean (see the marker test).
             .linear_memory_keep_resident(config.pool_keep_resident_bytes)
             .table_keep_resident(config.pool_keep_resident_bytes)
-            .decommit_batch_size(config.pool_decommit_batch.max(1));
+            .decommit_batch_size(config.pool_decommit_batch.max(1))
+            .pagemap_scan(if config.pool_pagemap_scan {
+                Enabled::Auto
+            } else {
+                Enabled::No
+            });
         c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
     c
