@@ -51,8 +51,9 @@ pub struct RuntimeConfig {
     pub max_queued_calls: usize,
     /// Use wasmtime's pooling allocator (pre-reserved slots: fast instantiation).
     pub pooling: bool,
-    /// Bytes at the start of each pooled memory and table that are reset with `memset` when a
-    /// slot is reused, instead of being handed back to the kernel (see docs/benchmarks.md).
+    /// Bytes of each pooled memory (and up to a page of each table) that are reset with
+    /// `memset` when a slot is reused, instead of being handed back to the kernel: the pages the
+    /// last call dirtied with `pool_pagemap_scan`, else the first bytes (see docs/benchmarks.md).
     pub pool_keep_resident_bytes: usize,
     /// How many pooled memories and tables are handed back to the kernel in one batch: each
     /// batch costs one round of TLB shootdowns across CPUs instead of one per call (see

@@ -13,6 +13,9 @@ fn async_stack_size(config: &RuntimeConfig) -> usize {
     config.max_wasm_stack + (1 << 20)
 }
 
+/// Bytes of each pooled table reset in place: one page.
+const TABLE_KEEP_RESIDENT: usize = 4096;
+
 /// The wasmtime configuration for `config`: component model, async calls, epoch interruption,
 /// stack limit, and (by default) the pooling allocator sized for the concurrency limit.
 pub fn engine_config(config: &RuntimeConfig) -> Config {
@@ -51,7 +54,9 @@ pub fn engine_config(config: &RuntimeConfig) -> Config {
             // Reset the first pages of a reused slot with memset instead of madvise: cheaper for
             // the small heaps most calls touch, and just as clean (see the marker test).
             .linear_memory_keep_resident(config.pool_keep_resident_bytes)
-            .table_keep_resident(config.pool_keep_resident_bytes)
+            // A guest's tables mostly fit one page: one page reset with memset, no
+            // PAGEMAP_SCAN ioctl per table (which a larger value would ask for).
+            .table_keep_resident(config.pool_keep_resident_bytes.min(TABLE_KEEP_RESIDENT))
             .decommit_batch_size(config.pool_decommit_batch.max(1))
             .pagemap_scan(if config.pool_pagemap_scan {
                 Enabled::Auto
