@@ -1,4 +1,4 @@
-//! Rows P3, P4, P5, P7, P9 and P10 of docs/benchmarks.md, each printed as measured value, target
+//! Rows P3 to P10 of docs/benchmarks.md, each printed as measured value, target
 //! and pass/fail (rows P1 and P2 need an outside load generator: `host/benches/wrk.sh`; the
 //! whole table comes from `bash host/benches/run.sh`).
 //!
@@ -22,8 +22,8 @@ use bytes::Bytes;
 use http::{HeaderValue, Method};
 use wasmrpc_client::transport::Transport;
 use wasmrpc_client::{Client, Tensor};
-use wasmrpc_host::Server;
 use wasmrpc_host::internals::{Runtime, RuntimeConfig, ServeOptions, serve_connections};
+use wasmrpc_host::{ServeSettings, Server};
 use wasmrpc_proto::{headers, kserve};
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -256,6 +256,151 @@ async fn p5(server: &Server) {
     );
 }
 
+/// `component` made distinct by a custom section naming `i`: another digest, the same code.
+fn distinct(component: &[u8], i: usize) -> Vec<u8> {
+    let name = b"wasmrpc-bench";
+    let payload = i.to_le_bytes();
+    let mut out = component.to_vec();
+    out.push(0); // a custom section
+    out.push((1 + name.len() + payload.len()) as u8);
+    out.push(name.len() as u8);
+    out.extend_from_slice(name);
+    out.extend_from_slice(&payload);
+    out
+}
+
+/// The embedded server on `dir`, loaded (`with_settings` returns once every component is).
+async fn server_on(dir: &std::path::Path) -> Server {
+    let settings = ServeSettings {
+        listen: Some("127.0.0.1:0".parse().unwrap()),
+        data_dir: Some(dir.to_path_buf()),
+        ..ServeSettings::default()
+    };
+    let server = Server::with_settings(settings).await.expect("server");
+    server.start().expect("start");
+    server
+}
+
+/// P6: a restart with 1,000 registered methods, each its own component: time to ready, then
+/// the first call of each. `ROWS_METHODS` changes the count.
+async fn p6(add: &[u8]) {
+    let n: usize = std::env::var("ROWS_METHODS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_on(dir.path()).await;
+    let t = Transport::new(&format!("http://{}", server.address()), "bench", None).unwrap();
+    let registering = Instant::now();
+    for i in 0..n {
+        t.send(
+            Method::PUT,
+            &format!("/v1/methods/m{i}?export=add"),
+            Some((Bytes::from(distinct(add, i)), "application/wasm")),
+        )
+        .await
+        .expect("registers");
+    }
+    let registering = registering.elapsed().as_secs_f64();
+    server.shutdown().await;
+    drop(server);
+    // The stopped server's last tasks let go of its store a moment after `shutdown` returns.
+    let started = Instant::now();
+    let server = loop {
+        let settings = ServeSettings {
+            listen: Some("127.0.0.1:0".parse().unwrap()),
+            data_dir: Some(dir.path().to_path_buf()),
+            ..ServeSettings::default()
+        };
+        match Server::with_settings(settings).await {
+            Ok(server) => break server,
+            Err(e) if e.message().contains("already open") => {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            Err(e) => panic!("restart: {e:?}"),
+        }
+    };
+    let ready = started.elapsed().as_secs_f64();
+    server.start().expect("start");
+    let t = Transport::new(&format!("http://{}", server.address()), "bench", None).unwrap();
+    let x = Tensor::scalar(2i32);
+    let mut first_calls = Vec::with_capacity(n);
+    for i in 0..n {
+        let started = Instant::now();
+        let out = infer_binary(&t, &format!("m{i}"), &[("a", &x), ("b", &x)]).await;
+        first_calls.push(started.elapsed().as_secs_f64() * 1e3);
+        assert_eq!(out.to_vec::<i32>().unwrap(), [4]);
+    }
+    server.shutdown().await;
+    let slowest = first_calls.iter().copied().fold(0.0, f64::max);
+    row(
+        "P6",
+        &format!("restart with {n} components (registered in {registering:.0} s): ready"),
+        format!("{ready:.2} s"),
+        "<= 2 s",
+        ready <= 2.0,
+    );
+    row(
+        "P6",
+        "then the first call of each: median, slowest",
+        format!("{:.2} ms, {slowest:.2} ms", median(first_calls)),
+        "<= 5 ms",
+        slowest <= 5.0,
+    );
+}
+
+/// This process's resident memory, in MiB.
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(f64::NAN);
+    kib / 1024.0
+}
+
+/// P8: 10,000 registered methods (the same component under 10,000 names, as the battery's
+/// many-methods test registers them): the resident memory of the process serving them, and
+/// calls of a few picked across the range. `ROWS_MANY` changes the count.
+async fn p8(add: &[u8]) {
+    let n: usize = std::env::var("ROWS_MANY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_on(dir.path()).await;
+    let t = Transport::new(&format!("http://{}", server.address()), "bench", None).unwrap();
+    let before = rss_mib();
+    let body = Bytes::from(add.to_vec());
+    let registering = Instant::now();
+    for i in 0..n {
+        t.send(
+            Method::PUT,
+            &format!("/v1/methods/m{i}?export=add"),
+            Some((body.clone(), "application/wasm")),
+        )
+        .await
+        .expect("registers");
+    }
+    let registering = registering.elapsed().as_secs_f64();
+    let x = Tensor::scalar(2i32);
+    let mut ok = 0;
+    for i in [0, n / 3, n / 2, n - 1] {
+        let out = infer_binary(&t, &format!("m{i}"), &[("a", &x), ("b", &x)]).await;
+        ok += usize::from(out.to_vec::<i32>().ok() == Some(vec![4]));
+    }
+    let rss = rss_mib();
+    server.shutdown().await;
+    row(
+        "P8",
+        &format!("{n} methods (registered in {registering:.0} s): RSS; 4 called"),
+        format!("{rss:.0} MiB (before: {before:.0}); {ok} of 4 answered"),
+        "<= 1 GiB",
+        rss <= 1024.0 && ok == 4,
+    );
+}
+
 /// P7: 1,000 calls in flight at once over one HTTP/2 connection.
 async fn p7(server: &Server) {
     let client = Client::builder("http", &format!("http://{}", server.address()))
@@ -427,11 +572,17 @@ fn main() {
         if wanted("P4") {
             p4(&server, &baseline).await;
         }
+        if wanted("P6") {
+            p6(&add).await;
+        }
         if wanted("P5") {
             p5(&server).await;
         }
         if wanted("P7") {
             p7(&server).await;
+        }
+        if wanted("P8") {
+            p8(&add).await;
         }
         if wanted("P9") {
             p9();

@@ -6,11 +6,11 @@
 #   P1, P2   host/benches/wrk.sh: the wasmrpc binary and the native baseline server under wrk
 #   P3-P10   host/benches/rows.rs: in process and against the real embedded server
 #
-#   bash host/benches/run.sh                       # the whole table, ~3 minutes once built
+#   bash host/benches/run.sh                       # the whole table: ~6 minutes once built
 #   WRK_SECONDS=10 WRK_ROUNDS=5 bash host/benches/run.sh
+#   ROWS_METHODS=200 ROWS_MANY=2000 bash host/benches/run.sh   # smaller P6 and P8, quicker
 #
-# Rows P6 and P8 (restart with 1,000 methods; 10,000 methods) are not measured yet: they need
-# the on-disk artifact cache and lazy loading, which are not built (see docs/benchmarks.md).
+# P6 registers 1,000 distinct components first (each compiled once: most of the run).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -28,5 +28,3 @@ WRK_SECONDS=${WRK_SECONDS:-5} WRK_ROUNDS=${WRK_ROUNDS:-3} bash host/benches/wrk.
 echo
 echo "== P3-P10"
 cargo bench -p wasmrpc-host --bench rows 2>/dev/null
-echo "P6  restart with 1,000 methods: ready; each first call        not measured yet"
-echo "P8  10,000 registered methods: RSS; any one callable          not measured yet"

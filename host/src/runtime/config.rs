@@ -63,6 +63,10 @@ pub struct RuntimeConfig {
     /// is missing) and reset only those, up to `pool_keep_resident_bytes` anywhere in the
     /// memory, instead of the first `pool_keep_resident_bytes` bytes whether used or not.
     pub pool_pagemap_scan: bool,
+    /// Where compiled components are kept on disk (`runtime/artifacts.rs`), so a restart
+    /// loads them instead of compiling again; `None` keeps none. `wasmrpc serve` uses
+    /// `artifacts/` in its data directory.
+    pub artifact_cache: Option<std::path::PathBuf>,
 }
 
 impl Default for RuntimeConfig {
@@ -89,6 +93,7 @@ impl Default for RuntimeConfig {
             pool_keep_resident_bytes: 1 << 20,
             pool_decommit_batch: 8,
             pool_pagemap_scan: true,
+            artifact_cache: None,
         }
     }
 }
