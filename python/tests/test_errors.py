@@ -129,3 +129,12 @@ def test_the_cluster_modules_say_what_is_missing():
         paddle_rpc.init_rpc("worker0", rank=0, world_size=1)
     with pytest.raises(NotImplementedError, match="cluster support"):
         coordinator.ClusterCoordinator(None)
+
+
+def test_https_to_a_server_without_tls_is_unavailable(address, tmp_path):
+    pem = tmp_path / "ca.pem"
+    pem.write_text("not a certificate")
+    with pytest.raises(wasmrpc.InvalidArgumentError, match="CA certificate"):
+        rpc.Client.create("https", address, ca_cert=pem, timeout_in_ms=5000)
+    with pytest.raises((wasmrpc.UnavailableError, wasmrpc.DeadlineExceededError)):
+        rpc.Client.create("https", address, timeout_in_ms=5000)
