@@ -14,8 +14,8 @@ python=$(bash tests/python/setup.sh | tail -n 1)
 venv=$(dirname "$(dirname "$python")")
 wheels=target/py-wheels
 rm -rf "$wheels"
-# The interpreter pyo3 builds for: the same for maturin and for `cargo build` in tests/run.sh, so
-# neither invalidates the other's build of pyo3.
+# The interpreter pyo3 builds for. (`cargo test --workspace` never builds this crate, so maturin's
+# build of pyo3 stays valid between runs; clippy's check of it is a separate build.)
 export PYO3_PYTHON="$python"
 VIRTUAL_ENV="$venv" "$venv/bin/maturin" build --quiet --manifest-path python/Cargo.toml \
     --interpreter "$python" --out "$wheels" "$@" >&2

@@ -13,8 +13,6 @@ rustup target add wasm32-wasip2
 # tests/e2e/python_clients.rs runs against the real server; a no-op when nothing changed.
 bash tests/python/setup.sh >/dev/null
 export WASMRPC_PYTHON="$PWD/target/py-venv/bin/python"
-# pyo3 builds for this interpreter, in maturin's build and cargo's alike (no rebuild between them).
-export PYO3_PYTHON="$WASMRPC_PYTHON"
 # The Python SDK, a debug build, installed into that venv (tests/e2e/python_sdk.rs runs its tests).
 bash python/install.sh
 export WASMRPC_REQUIRE_PYTHON=1
