@@ -77,10 +77,7 @@ class StatusOrResult:
     def get_value(self) -> Any:
         """The output (a numpy array), or a list of them for a method with several outputs
         or a list of ``output_specs``; raises the call's error."""
-        outputs = [from_wire(t) for t in self._pending.wait()]
-        if self._single and len(outputs) == 1:
-            return outputs[0]
-        return outputs
+        return _value([from_wire(t) for t in self._pending.wait()], self._single)
 
     def done(self) -> bool:
         """Whether the call has completed (never waits)."""
@@ -111,6 +108,13 @@ class StatusOrResult:
     def __repr__(self) -> str:
         state = "done" if self.done() else "pending"
         return f"<StatusOrResult {state}>"
+
+
+def _value(outputs: list, single: bool) -> Any:
+    """The outputs as a call's value: the one array, or the list."""
+    if single and len(outputs) == 1:
+        return outputs[0]
+    return outputs
 
 
 def _output_structure(output_specs: Any) -> Tuple[Optional[list], Optional[bool]]:
@@ -215,9 +219,17 @@ class Client:
             self._added.add(attr)
 
     def _method_callable(self, method_name: str, blocking: bool) -> Callable[..., Any]:
-        def method(*args: Any) -> Any:
-            result = self._call_method(method_name, args)
-            return result.get_value() if blocking else result
+        if blocking:
+
+            def method(*args: Any) -> Any:
+                # Waited for in the native core, without a task and a result to hand over.
+                outputs = self._native.call_blocking(method_name, self._args(method_name, list(args)))
+                return _value([from_wire(t) for t in outputs], True)
+
+        else:
+
+            def method(*args: Any) -> Any:
+                return self._call_method(method_name, args)
 
         method.__name__ = method_name + ("_blocking" if blocking else "")
         info = self._methods.get(method_name)
