@@ -138,3 +138,14 @@ def test_https_to_a_server_without_tls_is_unavailable(address, tmp_path):
         rpc.Client.create("https", address, ca_cert=pem, timeout_in_ms=5000)
     with pytest.raises((wasmrpc.UnavailableError, wasmrpc.DeadlineExceededError)):
         rpc.Client.create("https", address, timeout_in_ms=5000)
+
+
+def test_a_missing_method_is_an_attribute_error_even_when_the_server_is_gone(guest):
+    from conftest import ServerProcess
+
+    server = ServerProcess()
+    client = rpc.Client.create("http", server.address, timeout_in_ms=2000)
+    server.stop()
+    assert not hasattr(client, "gone_blocking")
+    with pytest.raises(wasmrpc.UnavailableError):
+        client.call("gone", []).get_value()

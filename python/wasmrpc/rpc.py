@@ -22,7 +22,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._tensors import TensorSpec, from_wire, to_wire
-from .errors import Code, InvalidArgumentError
+from .errors import Code, InvalidArgumentError, RpcError
 
 #: The rpc layers: ``http`` (HTTP/2 in clear text), ``https`` (HTTP/2 over TLS), and ``grpc``,
 #: TensorFlow's name, which means ``http`` here (wasmrpc speaks its own protocol over HTTP/2,
@@ -243,7 +243,14 @@ class Client:
         # A method registered after creation: refresh once, then look again.
         if attr.startswith("_"):
             raise AttributeError(attr)
-        self.refresh()
+        try:
+            self.refresh()
+        except RpcError as e:
+            # `hasattr` and `getattr(client, name, default)` expect an AttributeError.
+            raise AttributeError(
+                f"'Client' object has no attribute {attr!r} (the method list could not be "
+                f"refreshed: {e})"
+            ) from e
         try:
             return self.__dict__[attr]
         except KeyError:
