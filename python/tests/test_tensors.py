@@ -134,3 +134,16 @@ def test_a_64_mib_float32_array_round_trips_and_its_time_is_printed(client, caps
             f"\n64 MiB float32 + 64 MiB float32 -> 64 MiB: {elapsed * 1000:.0f} ms "
             f"({3 * 64 / elapsed:.0f} MiB/s moved, native module {_native.__version__})"
         )
+
+
+def test_binary_is_the_default_and_json_gives_the_same_bits(address):
+    from wasmrpc import rpc
+
+    x = np.array([np.nan, np.inf, -0.0, 1e-45, 3.4e38], np.float32)
+    outs = []
+    for encoding in ("binary", "json"):
+        c = rpc.Client.create("http", address, name=encoding, encoding=encoding)
+        outs.append(c.echo_blocking(x))
+    assert outs[0].tobytes() == outs[1].tobytes() == x.tobytes()
+    with pytest.raises(wasmrpc.InvalidArgumentError, match="binary, json"):
+        rpc.Client.create("http", address, encoding="xml")
