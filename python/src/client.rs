@@ -135,6 +135,35 @@ impl NativeClient {
         self.settings.name.clone()
     }
 
+    /// What `create` was given, to make the same connection in another process (pickling):
+    /// `(rpc_layer, address, name, timeout_ms, key, ca_certs_pem, encoding)`.
+    #[allow(clippy::type_complexity)]
+    fn settings(
+        &self,
+    ) -> (
+        String,
+        String,
+        String,
+        u64,
+        Option<String>,
+        Vec<Vec<u8>>,
+        &'static str,
+    ) {
+        let s = &self.settings;
+        (
+            s.rpc_layer.clone(),
+            s.address.clone(),
+            s.name.clone(),
+            s.timeout.as_millis() as u64,
+            s.key.clone(),
+            s.ca_certs_pem.clone(),
+            match s.encoding {
+                Encoding::Json => "json",
+                _ => "binary",
+            },
+        )
+    }
+
     /// The default call timeout in milliseconds (0: none).
     #[getter]
     fn timeout_ms(&self) -> u64 {

@@ -151,3 +151,26 @@ def test_an_awaited_call_can_be_cancelled_by_asyncio(client):
 
 async def _awaitable(result):
     return await result
+
+
+def test_a_pickled_client_connects_again_where_it_is_unpickled(address):
+    import pickle
+
+    client = rpc.Client.create("http", address, name="pickled", timeout_in_ms=30000)
+    copy = pickle.loads(pickle.dumps(client))
+    assert copy.name == "pickled" and copy.address == client.address
+    assert copy.addition_blocking(np.int32(1), np.int32(2)) == 3
+
+
+def test_a_client_goes_to_a_spawned_process_pool_as_an_argument(address):
+    import concurrent.futures
+    import multiprocessing
+
+    client = rpc.Client.create("http", address, name="spawned")
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+        assert list(pool.map(_double, [client] * 2, [3, 4])) == [6, 8]
+
+
+def _double(client, i):
+    return int(client.addition_blocking(np.int32(i), np.int32(i)))

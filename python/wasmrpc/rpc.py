@@ -348,6 +348,18 @@ class Client:
     def __repr__(self) -> str:
         return f"<wasmrpc.rpc.Client {self.name!r} at {self.address}, {len(self._methods)} methods>"
 
+    def __reduce__(self):
+        # Pickled (a `spawn` process pool's arguments), a client is what it was created with
+        # (its key included) and connects again where it is unpickled.
+        return (_reconnect, tuple(self._native.settings()))
+
+
+def _reconnect(rpc_layer, address, name, timeout_ms, key, ca_certs_pem, encoding) -> Client:
+    native = _native.NativeClient.create(
+        rpc_layer, address, name, timeout_ms, key, [bytes(p) for p in ca_certs_pem], encoding
+    )
+    return Client(native)
+
 
 def _component_bytes(component: Any) -> bytes:
     if isinstance(component, (bytes, bytearray, memoryview)):
