@@ -71,6 +71,27 @@ fn parse_dtype(py: Python<'_>, name: &str) -> PyResult<DType> {
         .map_err(|_| invalid_argument(py, format!("unknown dtype `{name}`")))
 }
 
+/// Buffers from this size up are copied with the GIL released, so other Python threads run
+/// meanwhile (a 64 MiB copy takes tens of milliseconds).
+const COPY_WITHOUT_GIL: usize = 1 << 20;
+
+/// The bytes of a buffer (a numpy array's), copied once.
+fn copy_buffer(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let buffer = PyBuffer::<u8>::get(data)?;
+    let len = buffer.len_bytes();
+    if len < COPY_WITHOUT_GIL || !buffer.is_c_contiguous() {
+        return buffer.to_vec(py);
+    }
+    let address = buffer.buf_ptr() as usize;
+    // SAFETY: `buffer` holds the exporter's buffer (so its memory stays allocated) until it
+    // drops after the copy; the memory is `len` contiguous bytes, only read. A Python thread
+    // writing into the array meanwhile would tear the copy, as it would numpy's own copies.
+    let bytes =
+        py.detach(|| unsafe { std::slice::from_raw_parts(address as *const u8, len) }.to_vec());
+    drop(buffer);
+    Ok(bytes)
+}
+
 /// One argument: `(dtype, shape, data)`.
 fn tensor_from_py(py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let (dtype, shape, data): (String, Vec<u64>, Bound<'_, PyAny>) = item.extract()?;
@@ -83,8 +104,7 @@ fn tensor_from_py(py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<Tensor> {
             .collect::<PyResult<_>>()?;
         Tensor::from_strings(shape, items.iter().map(|b| b.as_bytes()))
     } else {
-        let buffer = PyBuffer::<u8>::get(&data)?;
-        Tensor::from_raw(dtype, shape, buffer.to_vec(py)?)
+        Tensor::from_raw(dtype, shape, copy_buffer(py, &data)?)
     };
     tensor.map_err(|e| invalid_argument(py, e.to_string()))
 }
