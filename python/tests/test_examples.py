@@ -52,3 +52,21 @@ def test_ctrl_c_ends_a_server_join(python):
         assert process.returncode != 0 and "KeyboardInterrupt" in stderr, stderr
     finally:
         process.kill()
+
+
+def test_the_readmes_python_example_prints_what_it_says(client, guest, address, python):
+    import re
+
+    client.register("add", guest("example-add"), export="add")
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    section = readme[readme.index("## From Python"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert len([line for line in code.splitlines() if line.strip()]) == 5
+    out = subprocess.run(
+        [python, "-c", code.replace("127.0.0.1:8080", address)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[11 22]"

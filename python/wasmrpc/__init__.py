@@ -7,7 +7,8 @@ arrays as tensors, through TensorFlow's RPC API (:mod:`wasmrpc.rpc`).
     from wasmrpc import rpc
 
     client = rpc.Client.create("http", "127.0.0.1:8080", name="demo")
-    print(client.add_blocking(np.array([1, 2], np.int32), np.array([10, 20], np.int32)))
+    a = np.array([1, 2], dtype=np.int32)
+    print(client.add_blocking(a, a * 10))  # [11 22]
 
 Errors are exceptions named after the canonical codes (:mod:`wasmrpc.errors`), all under
 :class:`RpcError`.
