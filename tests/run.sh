@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: unit tests, doc tests, the guest SDK and examples natively, and the end-to-end suite
 # (the real server binary, real HTTP, real guest components built from source for wasm32-wasip2),
-# with existing Python v2 clients installed from PyPI into target/py-venv.
+# with existing Python v2 clients installed from PyPI into target/py-venv, and the Python SDK
+# (python/) built with maturin into the same venv and tested with pytest against the real server.
 #
 #   bash tests/run.sh            # extra arguments go to `cargo test`
 set -euo pipefail
@@ -12,6 +13,8 @@ rustup target add wasm32-wasip2
 # tests/e2e/python_clients.rs runs against the real server; a no-op when nothing changed.
 bash tests/python/setup.sh >/dev/null
 export WASMRPC_PYTHON="$PWD/target/py-venv/bin/python"
+# The Python SDK, a debug build, installed into that venv (tests/e2e/python_sdk.rs runs its tests).
+bash python/install.sh
 export WASMRPC_REQUIRE_PYTHON=1
 cargo test --workspace "$@"
 # The optional ndarray conversions (they live in the contract crate; the client forwards the feature).
