@@ -257,3 +257,269 @@ fn workers_reconnect_after_nats_restarts_and_keep_every_registration() {
     let r = call_on(&a, "add", "b", add_args(4, 5));
     assert_eq!(outputs(&r)[0], tensor("int32", &[1], json!([9])));
 }
+
+/// How many calls of `method` finished with `code` on `server` (from its `/metrics`).
+fn calls_counted(server: &TestServer, method: &str, code: &str) -> u64 {
+    let text = String::from_utf8(server.http().get("/metrics").body).unwrap();
+    let prefix =
+        format!("wasmrpc_calls_total{{tenant=\"default\",method=\"{method}\",code=\"{code}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map_or(0, |n| n.trim().parse().unwrap())
+}
+
+/// Three workers on one NATS with `add` (int32) registered; the second and third have seen it.
+fn three_with_add(nats: &Nats) -> Vec<TestServer> {
+    let ws: Vec<TestServer> = ["w1", "w2", "w3"]
+        .iter()
+        .map(|n| worker(nats, n, &[]))
+        .collect();
+    register(&ws[0].http(), "add", "example-add", Some("add"));
+    for w in &ws {
+        eventually(Duration::from_secs(1), "registration visible", || {
+            w.http().get("/v1/methods/add").status == 200
+        });
+        eventually(Duration::from_secs(5), "all listed", || names(w).len() == 3);
+    }
+    ws
+}
+
+#[test]
+fn named_calls_run_on_the_named_worker_through_any_worker() {
+    let Some(nats) = Nats::start() else { return };
+    let ws = three_with_add(&nats);
+    for (i, target) in ["w1", "w2", "w3"].iter().enumerate() {
+        for via in &ws {
+            let r = call_on(via, "add", target, add_args(i as i32, 10));
+            assert_eq!(
+                outputs(&r)[0],
+                tensor("int32", &[1], json!([10 + i as i32]))
+            );
+        }
+    }
+    for w in &ws {
+        assert_eq!(
+            calls_counted(w, "add", "OK"),
+            3,
+            "each worker ran its own three"
+        );
+    }
+    // Errors keep their code across the hop: a bad argument, an unknown method, an unknown worker.
+    let bad = json!([
+        tensor("int32", &[1], json!([1])),
+        tensor("float32", &[1], json!([1.5]))
+    ]);
+    let r = call_on(&ws[0], "add", "w2", bad);
+    assert_eq!(r.code(), "INVALID_ARGUMENT", "{}", r.message());
+    let r = call_on(&ws[0], "nope", "w2", add_args(1, 2));
+    assert_eq!(r.code(), "NOT_FOUND");
+    let r = call_on(&ws[0], "add", "w9", add_args(1, 2));
+    assert_eq!(r.code(), "UNAVAILABLE", "{}", r.message());
+    assert!(r.message().contains("w9"), "{}", r.message());
+}
+
+#[test]
+fn any_worker_calls_are_spread_over_every_live_worker() {
+    let Some(nats) = Nats::start() else { return };
+    let ws = three_with_add(&nats);
+    for i in 0..30 {
+        let r = call_on(&ws[i % 3], "add", "any", add_args(i as i32, 1));
+        assert_eq!(outputs(&r)[0], tensor("int32", &[1], json!([i as i32 + 1])));
+    }
+    let counts: Vec<u64> = ws.iter().map(|w| calls_counted(w, "add", "OK")).collect();
+    assert_eq!(counts.iter().sum::<u64>(), 30);
+    assert!(counts.iter().all(|&n| n >= 5), "spread: {counts:?}");
+}
+
+#[test]
+fn tensors_over_the_nats_max_payload_cross_between_workers() {
+    let Some(nats) = Nats::start() else { return };
+    let ws = three_with_add(&nats);
+    // Two 1.6 MB tensors each way: past NATS's 1 MiB max payload.
+    let n = 400_000usize;
+    let a: Vec<i32> = (0..n as i32).collect();
+    let b: Vec<i32> = vec![7; n];
+    let args = json!([
+        tensor("int32", &[n as u64], json!(a)),
+        tensor("int32", &[n as u64], json!(b))
+    ]);
+    let r = call_on(&ws[0], "add", "w2", args);
+    let out = &outputs(&r)[0];
+    assert_eq!(out["shape"], json!([n]));
+    let data = out["data"].as_array().unwrap();
+    assert_eq!(data.len(), n);
+    assert_eq!(data[0], 7);
+    assert_eq!(data[n - 1], n as i64 - 1 + 7);
+    assert_eq!(calls_counted(&ws[1], "add", "OK"), 1);
+}
+
+#[test]
+fn a_named_call_to_a_worker_that_dies_is_unavailable_within_its_timeout() {
+    let Some(nats) = Nats::start() else { return };
+    let a = worker(&nats, "a", &[]);
+    let b = worker(&nats, "b", &[]);
+    register(&a.http(), "spin", "guest-hostile", Some("spin"));
+    register(&a.http(), "add", "example-add", Some("add"));
+    eventually(
+        Duration::from_secs(5),
+        "b sees spin and both are listed",
+        || b.http().get("/v1/methods/spin").status == 200 && names(&a).len() == 2,
+    );
+    // Killed during the call: a learns it from b's missing heartbeats, long before the timeout.
+    let pid = b.pid();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap();
+    });
+    let started = Instant::now();
+    let r = a.http().post_json(
+        "/v1/methods/spin/call?worker=b",
+        &json!({ "args": [crate::support::scalar_f32(1.0)], "timeout_ms": 20000 }),
+    );
+    let took = started.elapsed();
+    killer.join().unwrap();
+    assert_eq!(r.code(), "UNAVAILABLE", "{}", r.message());
+    eprintln!("a named call whose worker was killed mid-call was UNAVAILABLE after {took:?}");
+    assert!(took < Duration::from_secs(6), "{took:?}");
+    // Gone before the call: UNAVAILABLE at once.
+    let started = Instant::now();
+    let r = call_on(&a, "add", "b", add_args(1, 2));
+    assert_eq!(r.code(), "UNAVAILABLE", "{}", r.message());
+    assert!(started.elapsed() < Duration::from_secs(1));
+    // Back under its name, callable again.
+    drop(b);
+    let b = worker(&nats, "b", &[]);
+    eventually(Duration::from_secs(5), "b listed again", || {
+        names(&a).len() == 2
+    });
+    let r = call_on(&a, "add", "b", add_args(1, 2));
+    assert_eq!(outputs(&r)[0], tensor("int32", &[1], json!([3])));
+    drop(b);
+}
+
+#[test]
+fn any_worker_calls_survive_a_worker_killed_among_them() {
+    let Some(nats) = Nats::start() else { return };
+    let mut ws = three_with_add(&nats);
+    let victim = ws.pop().unwrap();
+    let (w1, w2) = (ws[0].http(), ws[1].http());
+    let pid = victim.pid();
+    const THREADS: usize = 8;
+    const PER_THREAD: usize = 125;
+    let results: Vec<(usize, Result<i64, String>, Duration)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let http = if t % 2 == 0 { w1.clone() } else { w2.clone() };
+                s.spawn(move || {
+                    (0..PER_THREAD)
+                        .map(|i| {
+                            let n = t * PER_THREAD + i;
+                            if n == THREADS * PER_THREAD / 4 {
+                                Command::new("kill")
+                                    .args(["-9", &pid.to_string()])
+                                    .status()
+                                    .unwrap();
+                            }
+                            let started = Instant::now();
+                            let r = http.post_json(
+                                "/v1/methods/add/call?worker=any",
+                                &json!({ "args": add_args(n as i32, 1), "timeout_ms": 10000 }),
+                            );
+                            let got = if r.status == 200 {
+                                Ok(r.json()["outputs"][0]["data"][0].as_i64().unwrap())
+                            } else {
+                                Err(r.code())
+                            };
+                            (n, got, started.elapsed())
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    drop(victim);
+    let delivered = results
+        .iter()
+        .filter(|(n, got, _)| got.as_ref().is_ok_and(|v| *v == *n as i64 + 1))
+        .count();
+    let failed: Vec<_> = results.iter().filter(|(_, got, _)| got.is_err()).collect();
+    let slowest = results.iter().map(|r| r.2).max().unwrap();
+    eprintln!(
+        "any-worker calls with a worker killed among them: {delivered} delivered, {} failed, \
+         slowest {slowest:?}",
+        failed.len()
+    );
+    assert_eq!(results.len(), THREADS * PER_THREAD, "none lost");
+    assert_eq!(delivered, THREADS * PER_THREAD, "failed: {failed:?}");
+    assert!(slowest < Duration::from_secs(10), "none hung: {slowest:?}");
+}
+
+#[test]
+fn a_worker_that_is_stopped_finishes_its_calls_and_leaves() {
+    let Some(nats) = Nats::start() else { return };
+    let a = worker(&nats, "a", &[]);
+    let mut b = worker(&nats, "b", &[]);
+    register(&a.http(), "matmul", "example-matmul", None);
+    register(&a.http(), "add", "example-add", Some("add"));
+    eventually(Duration::from_secs(5), "b sees matmul, both listed", || {
+        b.http().get("/v1/methods/matmul").status == 200 && names(&a).len() == 2
+    });
+    let n = 500u64;
+    let m = tensor("float32", &[n, n], json!(vec![0.5f32; (n * n) as usize]));
+    let body = json!({ "args": [m.clone(), m], "timeout_ms": 60000 });
+    let http = a.http();
+    // The first call compiles matmul on b; the second says how long a call takes.
+    assert_eq!(
+        http.post_json("/v1/methods/matmul/call?worker=b", &body)
+            .status,
+        200
+    );
+    let started = Instant::now();
+    assert_eq!(
+        http.post_json("/v1/methods/matmul/call?worker=b", &body)
+            .status,
+        200
+    );
+    let one = started.elapsed();
+    let (results, running) = std::thread::scope(|s| {
+        let calls: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| http.post_json("/v1/methods/matmul/call?worker=b", &body)))
+            .collect();
+        // Stopped while b runs some of those calls.
+        let mut running = 0;
+        eventually(Duration::from_secs(30), "b runs a call", || {
+            running = b.http().get("/v1/cluster/workers").json()["serving"]
+                .as_u64()
+                .unwrap();
+            running > 0
+        });
+        b.terminate();
+        let results: Vec<_> = calls.into_iter().map(|c| c.join().unwrap()).collect();
+        (results, running)
+    });
+    let ok = results.iter().filter(|r| r.status == 200).count();
+    eprintln!(
+        "stopping a worker running {running} calls of {one:?} each (of four sent): {ok} finished"
+    );
+    assert!(ok as u64 >= running, "every call b was running finished");
+    for r in results.iter().filter(|r| r.status != 200) {
+        // Sent after b began to leave: refused at once.
+        assert_eq!(r.code(), "UNAVAILABLE", "{}", r.message());
+    }
+    // It left the list at once (its entry deleted), not after the TTL; new calls to it are
+    // UNAVAILABLE, and calls to any worker go to the one left.
+    assert_eq!(names(&a), ["a"]);
+    assert_eq!(
+        call_on(&a, "add", "b", add_args(1, 1)).code(),
+        "UNAVAILABLE"
+    );
+    let r = call_on(&a, "add", "any", add_args(1, 1));
+    assert_eq!(outputs(&r)[0], tensor("int32", &[1], json!([2])));
+}

@@ -17,6 +17,8 @@ pub struct WorkerList {
     pub workers: Vec<WorkerInfo>,
     /// The worker that answered.
     pub this: String,
+    /// Calls it is running for other workers now.
+    pub serving: usize,
 }
 
 /// `GET /v1/cluster/workers`: the live workers (FAILED_PRECONDITION outside a cluster).
@@ -28,6 +30,7 @@ pub async fn workers(
     Ok(Json(WorkerList {
         workers: cluster.workers(),
         this: cluster.me().name.clone(),
+        serving: cluster.calls().serving_now(),
     }))
 }
 

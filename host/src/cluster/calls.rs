@@ -161,10 +161,18 @@ impl Calls {
                 local(service, caller, name, version, args, deadline).await
             }
             Target::Named(worker) => {
-                if self.members.get(worker).is_none() {
-                    return Err(ServiceError::Unavailable(format!(
-                        "worker `{worker}` is not a live member of the cluster"
-                    )));
+                match self.members.get(worker) {
+                    None => {
+                        return Err(ServiceError::Unavailable(format!(
+                            "worker `{worker}` is not a live member of the cluster"
+                        )));
+                    }
+                    Some(w) if w.draining => {
+                        return Err(ServiceError::Unavailable(format!(
+                            "worker `{worker}` is leaving the cluster and takes no new calls"
+                        )));
+                    }
+                    Some(_) => {}
                 }
                 let body = wire::encode(&args);
                 match self
@@ -206,7 +214,7 @@ impl Calls {
     fn pick(&self, tried: &HashSet<String>) -> Option<String> {
         let live: Vec<String> = self
             .members
-            .live()
+            .serving()
             .into_iter()
             .map(|w| w.name)
             .filter(|n| !tried.contains(n))
@@ -392,6 +400,11 @@ impl Calls {
         });
         *self.serving.lock().unwrap_or_else(PoisonError::into_inner) = Some(task);
         Ok(())
+    }
+
+    /// Calls this worker is running for other workers now.
+    pub fn serving_now(&self) -> usize {
+        MAX_SERVED - self.served.available_permits()
     }
 
     /// Stop taking calls and wait (at most `timeout`) for those being served to finish.

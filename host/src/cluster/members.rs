@@ -38,6 +38,9 @@ pub struct WorkerInfo {
     pub joined_ms: u64,
     /// A random id of this process, so a worker never mistakes a successor's entry for its own.
     pub instance: String,
+    /// It is leaving: it takes no new calls, and finishes those it runs.
+    #[serde(default)]
+    pub draining: bool,
 }
 
 /// Whether `name` may name a worker: 1 to 64 of `A-Z a-z 0-9 - _ /` (it is a NATS subject token
@@ -66,7 +69,8 @@ pub struct Members {
 }
 
 impl Members {
-    /// Every worker whose last heartbeat is younger than [`MEMBER_TTL`], sorted by rank, then name.
+    /// Every worker whose last heartbeat is younger than [`MEMBER_TTL`] (draining ones included),
+    /// sorted by rank, then name.
     pub fn live(&self) -> Vec<WorkerInfo> {
         let seen = self
             .seen
@@ -81,7 +85,14 @@ impl Members {
         out
     }
 
-    /// The live worker named `name`.
+    /// The live workers that take new calls (not draining).
+    pub fn serving(&self) -> Vec<WorkerInfo> {
+        let mut live = self.live();
+        live.retain(|w| !w.draining);
+        live
+    }
+
+    /// The live worker named `name` (maybe draining).
     pub fn get(&self, name: &str) -> Option<WorkerInfo> {
         let seen = self
             .seen
@@ -177,6 +188,10 @@ fn time_since(created: async_nats::datetime::DateTime) -> Duration {
 pub struct Membership {
     kv: kv::Store,
     info: WorkerInfo,
+    /// What the heartbeat writes: the info, then (when leaving) the info marked draining.
+    value: Arc<RwLock<Bytes>>,
+    /// Wakes the heartbeat at once (the value changed).
+    beat_now: Arc<tokio::sync::Notify>,
     heartbeat: tokio::task::JoinHandle<()>,
 }
 
@@ -190,7 +205,7 @@ impl Membership {
         let key = key_of(&info.name);
         let value = Bytes::from(serde_json::to_vec(&info).expect("a worker info serialises"));
         let give_up = Instant::now() + MEMBER_TTL + HEARTBEAT * 2;
-        let mut revision = loop {
+        let revision = loop {
             match kv.create(&key, value.clone()).await {
                 Ok(revision) => break revision,
                 Err(e) if e.kind() == CreateErrorKind::AlreadyExists => {
@@ -211,36 +226,21 @@ impl Membership {
                 Err(e) => return Err(ClusterError::nats("joining the workers bucket", e)),
             }
         };
-        let heartbeat = {
-            let (kv, key, value) = (kv.clone(), key.clone(), value.clone());
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(HEARTBEAT);
-                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                tick.tick().await;
-                loop {
-                    tick.tick().await;
-                    match kv.update(&key, value.clone(), revision).await {
-                        Ok(r) => revision = r,
-                        Err(e) => {
-                            // NATS down, or the entry expired while it was: take the name again
-                            // if nobody else did meanwhile.
-                            tracing::warn!(error = %e, "heartbeat failed");
-                            if let Ok(r) = kv.create(&key, value.clone()).await {
-                                revision = r;
-                            } else if let Ok(Some(entry)) = kv.entry(&key).await
-                                && serde_json::from_slice::<WorkerInfo>(&entry.value)
-                                    .is_ok_and(|i| i.instance == instance_of(&value))
-                            {
-                                revision = entry.revision;
-                            }
-                        }
-                    }
-                }
-            })
-        };
+        let value = Arc::new(RwLock::new(value));
+        let beat_now = Arc::new(tokio::sync::Notify::new());
+        let heartbeat = tokio::spawn(beat(
+            kv.clone(),
+            key,
+            value.clone(),
+            beat_now.clone(),
+            revision,
+            info.instance.clone(),
+        ));
         Ok(Membership {
             kv,
             info,
+            value,
+            beat_now,
             heartbeat,
         })
     }
@@ -248,6 +248,21 @@ impl Membership {
     /// This worker's info.
     pub fn info(&self) -> &WorkerInfo {
         &self.info
+    }
+
+    /// Say that this worker is leaving: other workers send it no new calls, and still wait for
+    /// those it runs (its heartbeat goes on).
+    pub fn drain(&self) {
+        let info = WorkerInfo {
+            draining: true,
+            ..self.info.clone()
+        };
+        *self
+            .value
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Bytes::from(serde_json::to_vec(&info).expect("a worker info serialises"));
+        self.beat_now.notify_one();
     }
 
     /// Stop the heartbeat and remove the entry: the name is free at once.
@@ -259,10 +274,41 @@ impl Membership {
     }
 }
 
-fn instance_of(value: &[u8]) -> String {
-    serde_json::from_slice::<WorkerInfo>(value)
-        .map(|i| i.instance)
-        .unwrap_or_default()
+/// Refresh the entry every [`HEARTBEAT`] (and when woken), re-taking it after NATS lost it.
+async fn beat(
+    kv: kv::Store,
+    key: String,
+    value: Arc<RwLock<Bytes>>,
+    now: Arc<tokio::sync::Notify>,
+    mut revision: u64,
+    instance: String,
+) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(HEARTBEAT) => {}
+            () = now.notified() => {}
+        }
+        let current = value
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        match kv.update(&key, current.clone(), revision).await {
+            Ok(r) => revision = r,
+            Err(e) => {
+                // NATS was down, or the entry expired meanwhile: take the name again unless
+                // another worker did.
+                tracing::warn!(error = %e, "heartbeat failed");
+                if let Ok(r) = kv.create(&key, current).await {
+                    revision = r;
+                } else if let Ok(Some(entry)) = kv.entry(&key).await
+                    && serde_json::from_slice::<WorkerInfo>(&entry.value)
+                        .is_ok_and(|i| i.instance == instance)
+                {
+                    revision = entry.revision;
+                }
+            }
+        }
+    }
 }
 
 impl Drop for Membership {

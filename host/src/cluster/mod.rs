@@ -160,6 +160,7 @@ impl Cluster {
             )
             .unwrap_or(0),
             instance: hex::encode(rand_id()),
+            draining: false,
         };
         let membership = Membership::join(workers, info).await?;
         let calls = Arc::new(
@@ -214,11 +215,12 @@ impl Cluster {
         self.calls.serve(service).await
     }
 
-    /// Leave: drop out of the member list (nobody sends new calls here), stop taking calls,
-    /// finish those running (at most `drain`), then close the connection.
+    /// Leave: say so in the member list (nobody sends new calls here), stop taking calls,
+    /// finish those running (at most `drain`), then drop out of the list.
     pub async fn leave(&self, drain: Duration) {
-        self.membership.leave().await;
+        self.membership.drain();
         self.calls.drain(drain).await;
+        self.membership.leave().await;
         if let Err(e) = self.client.flush().await {
             tracing::warn!(error = %e, "flushing the NATS connection at exit");
         }
