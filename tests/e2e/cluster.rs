@@ -523,3 +523,39 @@ fn a_worker_that_is_stopped_finishes_its_calls_and_leaves() {
     let r = call_on(&a, "add", "any", add_args(1, 1));
     assert_eq!(outputs(&r)[0], tensor("int32", &[1], json!([2])));
 }
+
+#[test]
+fn tenants_stay_apart_across_workers() {
+    let Some(nats) = Nats::start() else { return };
+    let url = nats.url();
+    let a = crate::tenants::Keyed::start(&["--cluster", &url, "--name", "a"]);
+    let b = worker(&nats, "b", &[]);
+    let (alice, _) = a.tenant("alice");
+    let (bob, _) = a.tenant("bob");
+    let r = alice.put(
+        "/v1/methods/secret?export=add",
+        &crate::support::guest("example-add"),
+    );
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    eventually(Duration::from_secs(5), "both listed", || {
+        names(&b).len() == 2
+    });
+    let call = |http: &crate::support::Http, worker: &str| {
+        http.post_json(
+            &format!("/v1/methods/secret/call?worker={worker}"),
+            &json!({ "args": add_args(1, 2) }),
+        )
+    };
+    // Alice's method runs on b as alice; bob gets what a missing method gets, on every worker.
+    assert_eq!(
+        outputs(&call(&alice, "b"))[0],
+        tensor("int32", &[1], json!([3]))
+    );
+    for worker in ["a", "b", "any"] {
+        let r = call(&bob, worker);
+        assert_eq!(r.status, 404, "{}", String::from_utf8_lossy(&r.body));
+        assert_eq!(r.message(), "no method named `secret` is registered");
+    }
+    // b's own tenant (no keys there) sees none of alice's methods either.
+    assert_eq!(b.http().get("/v1/methods/secret").status, 404);
+}
