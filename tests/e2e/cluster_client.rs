@@ -1,0 +1,135 @@
+//! The Rust client's cluster APIs against real workers on a real nats-server: Paddle's
+//! `init_rpc` / `rpc_sync` / `rpc_async` / `get_*worker_info*` / `shutdown`, and TensorFlow's
+//! `ClusterCoordinator::schedule` → `RemoteValue`, with a worker killed among 1,000 scheduled calls.
+
+use std::time::{Duration, Instant};
+
+use wasmrpc_client::cluster::coordinator::ClusterCoordinator;
+use wasmrpc_client::cluster::paddle::{NO_TIMEOUT, init_rpc};
+use wasmrpc_client::{Client, Code, Tensor};
+
+use crate::support::nats::Nats;
+use crate::support::{TestServer, register};
+
+/// Three workers (ranks 0, 1, 2) with `add` registered.
+fn three_workers(nats: &Nats) -> Vec<TestServer> {
+    let url = nats.url();
+    let ws: Vec<TestServer> = (0..3)
+        .map(|i| {
+            let (name, rank) = (format!("w{i}"), i.to_string());
+            TestServer::start(&["--cluster", &url, "--name", &name, "--rank", &rank])
+        })
+        .collect();
+    register(&ws[0].http(), "add", "example-add", Some("add"));
+    ws
+}
+
+fn address(server: &TestServer) -> &str {
+    server.url.trim_start_matches("http://")
+}
+
+fn scalars(a: i32, b: i32) -> Vec<Tensor> {
+    vec![Tensor::scalar(a), Tensor::scalar(b)]
+}
+
+fn value(outputs: &[Tensor]) -> i32 {
+    outputs[0].to_vec::<i32>().unwrap()[0]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paddle_rpc_reaches_every_worker_by_name() {
+    let Some(nats) = Nats::start() else { return };
+    let ws = three_workers(&nats);
+    // Blocks until the three workers are members.
+    let rpc = init_rpc("trainer", Some(0), Some(3), address(&ws[1]))
+        .await
+        .unwrap();
+    let infos = rpc.get_all_worker_infos().await.unwrap();
+    let summary: Vec<(String, u32)> = infos.iter().map(|w| (w.name.clone(), w.rank)).collect();
+    assert_eq!(
+        summary,
+        [("w0".into(), 0), ("w1".into(), 1), ("w2".into(), 2)]
+    );
+    let w2 = rpc.get_worker_info("w2").await.unwrap();
+    assert_eq!(format!("http://{}:{}", w2.ip, w2.port), ws[2].url);
+    assert_eq!(
+        rpc.get_worker_info("w7").await.unwrap_err().code(),
+        Code::NotFound
+    );
+    // Not a worker itself: the current worker is the one it is connected to.
+    assert_eq!(rpc.get_current_worker_info().await.unwrap().name, "w1");
+    for (i, to) in ["w0", "w1", "w2"].iter().enumerate() {
+        let out = rpc
+            .rpc_sync(to, "add", scalars(i as i32, 100), NO_TIMEOUT)
+            .await
+            .unwrap();
+        assert_eq!(value(&out), 100 + i as i32);
+    }
+    let futures: Vec<_> = (0..30)
+        .map(|i| rpc.rpc_async(["w0", "w1", "w2"][i % 3], "add", scalars(i as i32, 1), 5.0))
+        .collect();
+    rpc.shutdown().await;
+    for (i, f) in futures.iter().enumerate() {
+        assert_eq!(value(&f.wait().await.unwrap()), i as i32 + 1);
+    }
+    let err = rpc
+        .rpc_sync("gone", "add", scalars(1, 1), 2.0)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduled_calls_resolve_to_their_value_or_cancelled_when_a_worker_is_killed() {
+    let Some(nats) = Nats::start() else { return };
+    let mut ws = three_workers(&nats);
+    let client = Client::create(
+        "http",
+        address(&ws[0]),
+        "coordinator",
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
+    while client.workers().await.unwrap().workers.len() < 3 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let coordinator = ClusterCoordinator::new(client);
+    let victim = ws.pop().unwrap();
+    let started = Instant::now();
+    let mut values = Vec::new();
+    for i in 0..1000 {
+        if i == 250 {
+            std::process::Command::new("kill")
+                .args(["-9", &victim.pid().to_string()])
+                .status()
+                .unwrap();
+        }
+        values.push(coordinator.schedule("add", scalars(i, 1)));
+        if i % 100 == 99 {
+            // Keep a bounded number in flight, as a training loop would.
+            coordinator.join().await.unwrap();
+        }
+    }
+    coordinator.join().await.unwrap();
+    assert!(coordinator.done());
+    let (mut delivered, mut cancelled, mut hung, mut wrong) = (0, 0, 0, 0);
+    for (i, v) in values.iter().enumerate() {
+        match tokio::time::timeout(Duration::from_secs(30), v.fetch()).await {
+            Err(_) => hung += 1,
+            Ok(Ok(out)) if value(&out) == i as i32 + 1 => delivered += 1,
+            Ok(Ok(_)) => wrong += 1,
+            Ok(Err(e)) if e.code() == Code::Cancelled => cancelled += 1,
+            Ok(Err(e)) => panic!("scheduled call {i}: {e}"),
+        }
+    }
+    eprintln!(
+        "1000 scheduled calls, a worker killed after 250: {delivered} delivered, {cancelled} \
+         cancelled, {hung} hung, {wrong} wrong, lost {}, in {:?}",
+        1000 - delivered - cancelled - hung - wrong,
+        started.elapsed()
+    );
+    assert_eq!((hung, wrong), (0, 0));
+    assert_eq!(delivered + cancelled, 1000, "none lost");
+    drop(victim);
+}
