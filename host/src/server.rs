@@ -140,14 +140,28 @@ impl Server {
             .resolve()
             .map_err(|e| Status::new(Code::InvalidArgument, format!("{e:#}")))?;
         let listen = config.listen;
-        // Build first: it refuses a non-loopback address before anything is bound.
-        let app =
-            App::build(config).map_err(|e| Status::new(Code::InvalidArgument, format!("{e:#}")))?;
+        // Build first: it refuses a non-loopback address before anything is bound. A worker of a
+        // cluster is built once bound, since it advertises its address.
+        let in_cluster = config.cluster.is_some();
+        let local = if in_cluster {
+            None
+        } else {
+            Some(
+                App::build(config.clone())
+                    .map_err(|e| Status::new(Code::InvalidArgument, format!("{e:#}")))?,
+            )
+        };
         let listener = std::net::TcpListener::bind(listen).map_err(|e| {
             Status::new(Code::Unavailable, format!("cannot listen on {listen}: {e}"))
         })?;
         listener.set_nonblocking(true).map_err(internal)?;
         let address = listener.local_addr().map_err(internal)?;
+        let app = match local {
+            Some(app) => app,
+            None => App::build_in_cluster(config, address)
+                .await
+                .map_err(|e| Status::new(Code::Unavailable, format!("{e:#}")))?,
+        };
         app.service.warm().await;
         Ok(Server {
             app: Arc::new(app),

@@ -133,3 +133,43 @@ async fn scheduled_calls_resolve_to_their_value_or_cancelled_when_a_worker_is_ki
     assert_eq!(delivered + cancelled, 1000, "none lost");
     drop(victim);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedded_server_joins_as_a_worker_and_serves_its_functions() {
+    let Some(nats) = Nats::start() else { return };
+    let store = tempfile::tempdir().unwrap();
+    let server = wasmrpc_host::Server::with_settings(wasmrpc_host::ServeSettings {
+        listen: Some("127.0.0.1:0".parse().unwrap()),
+        data_dir: Some(store.path().to_path_buf()),
+        cluster: Some(nats.url()),
+        name: Some("embedded".into()),
+        rank: Some(7),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    server
+        .register_export("add", crate::support::guest("example-add"), Some("add"))
+        .await
+        .unwrap();
+    server.start().unwrap();
+    let other = TestServer::start(&["--cluster", &nats.url(), "--name", "other"]);
+    let rpc = init_rpc("embedded", Some(7), Some(2), &server.address().to_string())
+        .await
+        .unwrap();
+    let me = rpc.get_current_worker_info().await.unwrap();
+    assert_eq!((me.name.as_str(), me.rank), ("embedded", 7));
+    // Registered in the embedded worker, called by name through the other worker's address.
+    let through_other = init_rpc("caller", None, None, address(&other))
+        .await
+        .unwrap();
+    let out = through_other
+        .rpc_sync("embedded", "add", scalars(20, 22), 10.0)
+        .await
+        .unwrap();
+    assert_eq!(value(&out), 42);
+    server.shutdown().await;
+    // It left the cluster at once.
+    let left = through_other.get_all_worker_infos().await.unwrap();
+    assert_eq!(left.len(), 1, "{left:?}");
+}

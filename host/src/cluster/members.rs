@@ -162,9 +162,16 @@ pub async fn watch(kv: kv::Store, members: Arc<Members>) {
             match entry.operation {
                 Operation::Put => match serde_json::from_slice::<WorkerInfo>(&entry.value) {
                     Ok(info) => {
-                        // An old entry counts from when it was written (the server's clock).
-                        let age = time_since(entry.created);
-                        let at = Instant::now().checked_sub(age).unwrap_or_else(Instant::now);
+                        // A change seen as it happens counts from now, by this machine's clock
+                        // alone. An entry from before the watch counts from when it was written
+                        // (by the NATS server's clock): a clock skew then only delays a live
+                        // worker's appearance until its next heartbeat.
+                        let at = if entry.seen_current {
+                            Instant::now()
+                        } else {
+                            let age = time_since(entry.created);
+                            Instant::now().checked_sub(age).unwrap_or_else(Instant::now)
+                        };
                         members.saw(info, at);
                     }
                     Err(e) => tracing::warn!(key = entry.key, error = %e, "unreadable worker info"),
