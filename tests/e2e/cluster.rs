@@ -559,3 +559,30 @@ fn tenants_stay_apart_across_workers() {
     // b's own tenant (no keys there) sees none of alice's methods either.
     assert_eq!(b.http().get("/v1/methods/secret").status, 404);
 }
+
+#[test]
+fn a_worker_stops_promptly_when_nats_is_gone() {
+    let Some(mut nats) = Nats::start() else {
+        return;
+    };
+    let mut a = worker(&nats, "a", &[]);
+    nats.kill();
+    let took = a.terminate();
+    eprintln!("a worker whose NATS was gone stopped in {took:?}");
+    assert!(took < Duration::from_secs(8), "{took:?}");
+}
+
+#[test]
+fn a_worker_waits_for_nats_to_come_up() {
+    let Some(mut nats) = Nats::start() else {
+        return;
+    };
+    nats.kill();
+    // Started while NATS is down; it joins once NATS listens again.
+    let url = nats.url();
+    let started =
+        std::thread::spawn(move || TestServer::start(&["--cluster", &url, "--name", "patient"]));
+    nats.restart();
+    let a = started.join().unwrap();
+    assert_eq!(names(&a), ["patient"]);
+}

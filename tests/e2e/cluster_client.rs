@@ -68,7 +68,6 @@ async fn paddle_rpc_reaches_every_worker_by_name() {
     let futures: Vec<_> = (0..30)
         .map(|i| rpc.rpc_async(["w0", "w1", "w2"][i % 3], "add", scalars(i as i32, 1), 5.0))
         .collect();
-    rpc.shutdown().await;
     for (i, f) in futures.iter().enumerate() {
         assert_eq!(value(&f.wait().await.unwrap()), i as i32 + 1);
     }
@@ -172,4 +171,51 @@ async fn an_embedded_server_joins_as_a_worker_and_serves_its_functions() {
     // It left the cluster at once.
     let left = through_other.get_all_worker_infos().await.unwrap();
     assert_eq!(left.len(), 1, "{left:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paddle_shutdown_is_a_barrier_across_processes() {
+    let Some(nats) = Nats::start() else { return };
+    let ws = three_workers(&nats);
+    // Three trainers, each through its own worker, as three processes would be.
+    let mut trainers = Vec::new();
+    for (i, w) in ws.iter().enumerate() {
+        let rpc = init_rpc(&format!("trainer{i}"), Some(i as u32), Some(3), address(w))
+            .await
+            .unwrap();
+        trainers.push(rpc);
+    }
+    let last = trainers.pop().unwrap();
+    let early: Vec<_> = trainers
+        .into_iter()
+        .map(|rpc| {
+            tokio::spawn(async move {
+                let pending = rpc.rpc_async("w2", "add", scalars(1, 2), NO_TIMEOUT);
+                rpc.shutdown().await.unwrap();
+                // Its own outstanding call finished before the barrier.
+                value(&pending.wait().await.unwrap())
+            })
+        })
+        .collect();
+    // Nothing signals that a barrier is still closed: give the early ones time to (wrongly) pass.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        early.iter().all(|t| !t.is_finished()),
+        "passed before the third arrived"
+    );
+    let started = Instant::now();
+    last.shutdown().await.unwrap();
+    for t in early {
+        assert_eq!(
+            tokio::time::timeout(Duration::from_secs(5), t)
+                .await
+                .unwrap()
+                .unwrap(),
+            3
+        );
+    }
+    eprintln!(
+        "the last of three processes passed the shutdown barrier in {:?}",
+        started.elapsed()
+    );
 }

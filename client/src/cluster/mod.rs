@@ -71,6 +71,60 @@ impl Client {
         })
     }
 
+    /// Arrive at barrier `name` as `member` and wait until `count` members have (`timeout` zero:
+    /// the server's longest deadline); returns the members.
+    ///
+    /// # Errors
+    /// DEADLINE_EXCEEDED when they do not arrive in time; FAILED_PRECONDITION outside a cluster.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: wasmrpc_client::Client) -> Result<(), wasmrpc_client::Error> {
+    /// use std::time::Duration;
+    /// let all = client.barrier("epoch-1", "trainer-0", 3, Duration::from_secs(60)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn barrier(
+        &self,
+        name: &str,
+        member: &str,
+        count: usize,
+        timeout: Duration,
+    ) -> Result<Vec<String>, Error> {
+        wasmrpc_proto::names::check_name(name)
+            .map_err(|why| Error::new(Code::InvalidArgument, why))?;
+        #[derive(serde::Serialize)]
+        struct Arrive<'a> {
+            member: &'a str,
+            count: usize,
+            timeout_ms: u64,
+        }
+        #[derive(serde::Deserialize)]
+        struct Passed {
+            arrived: Vec<String>,
+        }
+        let body = serde_json::to_vec(&Arrive {
+            member,
+            count,
+            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        })
+        .map_err(|e| Error::new(Code::InvalidArgument, e.to_string()))?;
+        let answer = self
+            .transport()
+            .send(
+                Method::POST,
+                &format!("/v1/cluster/barriers/{name}"),
+                Some((bytes::Bytes::from(body), wasmrpc_proto::headers::JSON)),
+            )
+            .await?;
+        let passed: Passed = serde_json::from_slice(&answer).map_err(|e| {
+            Error::new(
+                Code::Internal,
+                format!("the server's answer could not be read: {e}"),
+            )
+        })?;
+        Ok(passed.arrived)
+    }
+
     /// Call `method_name` on `target` (`timeout` zero: the server's default deadline).
     ///
     /// # Errors

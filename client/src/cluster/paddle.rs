@@ -14,9 +14,11 @@
 //! | `rpc.shutdown()` | [`Rpc::shutdown`] |
 //!
 //! In Paddle `fn` is a Python function; here it is the name of a method registered in the
-//! cluster. A timeout of 0 or less means none, as in Paddle ([`NO_TIMEOUT`]). This process is a
-//! client of the cluster, not one of its workers: [`Rpc::shutdown`] waits for this process's own
-//! outstanding calls, and is not yet a barrier across processes (docs/cluster.md).
+//! cluster. A timeout of 0 or less means none, as in Paddle ([`NO_TIMEOUT`]). [`Rpc::shutdown`]
+//! waits for this process's own calls, then for the other processes (a barrier of `world_size`
+//! members, by name). `init_rpc` makes this process a client of the cluster; to serve functions
+//! of its own, a program starts the embeddable server as a worker of the same name
+//! (docs/cluster.md).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -33,6 +35,9 @@ use crate::tensor::Tensor;
 /// Paddle's default timeout: none.
 pub const NO_TIMEOUT: f64 = -1.0;
 
+/// The barrier [`Rpc::shutdown`] meets at.
+pub const SHUTDOWN_BARRIER: &str = "paddle-shutdown";
+
 /// How often [`init_rpc`] looks at the member list while it waits for `world_size` workers.
 const MEMBERS_POLL: Duration = Duration::from_millis(100);
 
@@ -41,6 +46,8 @@ const MEMBERS_POLL: Duration = Duration::from_millis(100);
 pub struct Rpc {
     client: Client,
     name: String,
+    /// The number of processes `shutdown` waits for (from `init_rpc`).
+    world_size: Option<usize>,
     outstanding: Arc<Outstanding>,
 }
 
@@ -80,7 +87,7 @@ impl RpcFuture {
 /// use wasmrpc_client::cluster::paddle::{NO_TIMEOUT, init_rpc};
 /// let rpc = init_rpc("trainer", None, Some(3), "127.0.0.1:8081").await?;
 /// let sum = rpc.rpc_sync("w2", "add", vec![Tensor::scalar(2i32), Tensor::scalar(3i32)], NO_TIMEOUT).await?;
-/// rpc.shutdown().await;
+/// rpc.shutdown().await?;
 /// # Ok(()) }
 /// ```
 pub async fn init_rpc(
@@ -94,6 +101,7 @@ pub async fn init_rpc(
     let rpc = Rpc {
         client,
         name: name.to_owned(),
+        world_size,
         outstanding: Arc::default(),
     };
     if let Some(world_size) = world_size {
@@ -197,16 +205,30 @@ impl Rpc {
             .ok_or_else(|| Error::new(Code::Unavailable, "the connected worker is not listed"))
     }
 
-    /// Wait for every call this process started with [`Rpc::rpc_async`] to finish.
-    pub async fn shutdown(&self) {
+    /// Wait for every call this process started with [`Rpc::rpc_async`] to finish, then (when
+    /// `init_rpc` was given a `world_size`) for `world_size` processes to call `shutdown` under
+    /// distinct names: a barrier, on any worker of the cluster.
+    ///
+    /// # Errors
+    /// UNAVAILABLE when the cluster cannot be reached; DEADLINE_EXCEEDED when the others do not
+    /// arrive within the server's longest deadline.
+    pub async fn shutdown(&self) -> Result<(), Error> {
         loop {
             let idle = self.outstanding.idle.notified();
             tokio::pin!(idle);
             idle.as_mut().enable();
             if self.outstanding.count.load(Ordering::Acquire) == 0 {
-                return;
+                break;
             }
             idle.await;
+        }
+        match self.world_size {
+            Some(count) => self
+                .client
+                .barrier(SHUTDOWN_BARRIER, &self.name, count, Duration::ZERO)
+                .await
+                .map(|_| ()),
+            None => Ok(()),
         }
     }
 }

@@ -124,6 +124,7 @@ fn routes(state: &AppState) -> Routes {
         .delete("/v1/tenants/{name}/keys/{key_id}", tenants::revoke)
         .put("/v1/tenants/{name}/quota", tenants::set_quota)
         .get("/v1/cluster/workers", cluster::workers)
+        .post("/v1/cluster/barriers/{name}", cluster::barrier)
         .get("/metrics", health::metrics)
         .map(|router| {
             router.route_layer(axum::middleware::from_fn_with_state(

@@ -37,6 +37,8 @@ const HEADER_ROOM: usize = 8 << 10;
 const ANSWER_GRACE: Duration = Duration::from_secs(30);
 /// How often a caller checks that the worker running its call is still a member.
 const LIVENESS_CHECK: Duration = Duration::from_millis(200);
+/// How long leaving waits for one NATS operation (NATS may be down).
+pub const NATS_STEP: Duration = Duration::from_secs(2);
 /// Calls served at once for other workers (a bound on tasks; admission bounds the running).
 const MAX_SERVED: usize = 4096;
 
@@ -416,8 +418,14 @@ impl Calls {
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         let finished = async {
-            if let Some(task) = task {
-                let _ = task.await;
+            if let Some(mut task) = task {
+                // The subscription ends once NATS confirms the drain; without NATS it never
+                // does, and nothing more can arrive anyway.
+                let connected =
+                    self.client.connection_state() == async_nats::connection::State::Connected;
+                if !connected || tokio::time::timeout(NATS_STEP, &mut task).await.is_err() {
+                    task.abort();
+                }
             }
             let _ = self.served.acquire_many(MAX_SERVED as u32).await;
         };

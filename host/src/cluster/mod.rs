@@ -5,6 +5,7 @@
 //! [`calls`] carries calls between workers, in the binary encoding of [`wire`]. docs/cluster.md
 //! describes the subjects, buckets and failure handling.
 
+pub mod barrier;
 pub mod calls;
 pub mod members;
 pub mod store;
@@ -22,7 +23,8 @@ pub use store::NatsRegistry;
 
 use crate::service::Service;
 
-/// How long joining waits for JetStream to become available (a NATS cluster electing its leader).
+/// How long joining waits for NATS to be reachable and JetStream available (a NATS cluster
+/// electing its leader).
 const JETSTREAM_WAIT: Duration = Duration::from_secs(30);
 
 /// How this server joins a cluster (`--cluster`, `--name`, `--rank`, `--advertise`).
@@ -90,6 +92,7 @@ pub struct Cluster {
     membership: Membership,
     registry: NatsRegistry,
     calls: Arc<calls::Calls>,
+    barriers: async_nats::jetstream::kv::Store,
 }
 
 impl Cluster {
@@ -120,20 +123,31 @@ impl Cluster {
                     settings.urls
                 ))
             })?;
-        let client = async_nats::ConnectOptions::new()
-            .name(format!("wasmrpc {}", settings.name))
-            .connection_timeout(Duration::from_secs(5))
-            .connect(addrs)
-            .await
-            .map_err(|e| ClusterError::nats("connecting to NATS", e))?;
-        let js = async_nats::jetstream::new(client.clone());
-        // A NATS cluster that has just started elects its JetStream leader first: wait for it.
+        // NATS started alongside the workers may not listen yet, and a NATS cluster that has just
+        // started elects its JetStream leader first: both are waited for, within JETSTREAM_WAIT.
         let give_up = std::time::Instant::now() + JETSTREAM_WAIT;
-        let (registry, workers) = loop {
+        let client = loop {
+            let connected = async_nats::ConnectOptions::new()
+                .name(format!("wasmrpc {}", settings.name))
+                .connection_timeout(Duration::from_secs(5))
+                .connect(addrs.clone())
+                .await;
+            match connected {
+                Ok(client) => break client,
+                Err(e) if std::time::Instant::now() < give_up => {
+                    tracing::warn!(error = %e, "NATS is not reachable yet; trying again");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                Err(e) => return Err(ClusterError::nats("connecting to NATS", e)),
+            }
+        };
+        let js = async_nats::jetstream::new(client.clone());
+        let (registry, workers, barriers) = loop {
             let opened = async {
                 Ok::<_, ClusterError>((
                     NatsRegistry::open(&js, settings.replicas).await?,
                     members::bucket(&js, settings.replicas).await?,
+                    barrier::bucket(&js, settings.replicas).await?,
                 ))
             };
             match opened.await {
@@ -184,6 +198,7 @@ impl Cluster {
             membership,
             registry,
             calls,
+            barriers,
         })
     }
 
@@ -207,6 +222,20 @@ impl Cluster {
         &self.calls
     }
 
+    /// Arrive at barrier `name` of `tenant` as `member` and wait until `count` members have.
+    ///
+    /// # Errors
+    /// NATS failed.
+    pub async fn barrier(
+        &self,
+        tenant: &crate::tenancy::TenantId,
+        name: &str,
+        member: &str,
+        count: usize,
+    ) -> Result<Vec<String>, barrier::BarrierError> {
+        barrier::arrive(&self.barriers, tenant, name, member, count).await
+    }
+
     /// Serve calls other workers send here, with `service`.
     ///
     /// # Errors
@@ -220,8 +249,20 @@ impl Cluster {
     pub async fn leave(&self, drain: Duration) {
         self.membership.drain();
         self.calls.drain(drain).await;
-        self.membership.leave().await;
-        if let Err(e) = self.client.flush().await {
+        // NATS may be down: leaving never waits for it long (the entry expires by itself).
+        if self.client.connection_state() != async_nats::connection::State::Connected {
+            tracing::warn!("NATS is not reachable; this worker's entry expires by itself");
+            return;
+        }
+        if tokio::time::timeout(calls::NATS_STEP, self.membership.leave())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "NATS did not confirm this worker's leaving; its entry expires by itself"
+            );
+        }
+        if let Ok(Err(e)) = tokio::time::timeout(calls::NATS_STEP, self.client.flush()).await {
             tracing::warn!(error = %e, "flushing the NATS connection at exit");
         }
         let _ = &self.js;

@@ -98,7 +98,7 @@ impl Nats {
         self.child = Some(spawn_until_ready(cmd));
     }
 
-    /// Stop the server (SIGKILL) and start it again on the same port and storage.
+    /// Start the server again on the same port and storage (stopping it first if it runs).
     pub fn restart(&mut self) {
         self.kill();
         self.spawn();
