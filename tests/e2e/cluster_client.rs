@@ -219,3 +219,50 @@ async fn paddle_shutdown_is_a_barrier_across_processes() {
         started.elapsed()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tensorflow_servers_from_a_cluster_spec_join_as_job_and_task() {
+    let Some(nats) = Nats::start() else { return };
+    let port = || crate::support::nats::free_port();
+    let spec = std::collections::BTreeMap::from([
+        ("chief".to_owned(), vec![format!("127.0.0.1:{}", port())]),
+        (
+            "worker".to_owned(),
+            vec![
+                format!("127.0.0.1:{}", port()),
+                format!("127.0.0.1:{}", port()),
+            ],
+        ),
+    ]);
+    let mut servers = Vec::new();
+    for (job, task) in [("chief", 0), ("worker", 0), ("worker", 1)] {
+        let server = wasmrpc_host::Server::from_cluster_spec(&spec, job, task, &nats.url())
+            .await
+            .unwrap();
+        assert_eq!(server.address().to_string(), spec[job][task]);
+        server.start().unwrap();
+        servers.push(server);
+    }
+    servers[1]
+        .register_export("add", crate::support::guest("example-add"), Some("add"))
+        .await
+        .unwrap();
+    let rpc = init_rpc("chief/0", Some(0), Some(3), &spec["chief"][0])
+        .await
+        .unwrap();
+    let infos = rpc.get_all_worker_infos().await.unwrap();
+    let summary: Vec<(&str, u32)> = infos.iter().map(|w| (w.name.as_str(), w.rank)).collect();
+    assert_eq!(summary, [("chief/0", 0), ("worker/0", 1), ("worker/1", 2)]);
+    let out = rpc
+        .rpc_sync("worker/1", "add", scalars(40, 2), 10.0)
+        .await
+        .unwrap();
+    assert_eq!(value(&out), 42);
+    let err = wasmrpc_host::Server::from_cluster_spec(&spec, "ps", 0, &nats.url())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    for server in &servers {
+        server.shutdown().await;
+    }
+}

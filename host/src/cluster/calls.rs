@@ -115,6 +115,7 @@ impl Calls {
         js: async_nats::jetstream::Context,
         me: String,
         members: Arc<Members>,
+        replicas: usize,
     ) -> Result<Calls, ClusterError> {
         let payloads = match js.get_object_store(PAYLOADS).await {
             Ok(store) => store,
@@ -124,6 +125,7 @@ impl Calls {
                     description: Some("wasmrpc: call bodies over the max payload".to_owned()),
                     // Bodies are deleted by their reader; this collects those of dead workers.
                     max_age: Duration::from_secs(600),
+                    num_replicas: replicas,
                     ..Default::default()
                 })
                 .await

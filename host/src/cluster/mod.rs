@@ -183,6 +183,7 @@ impl Cluster {
                 js.clone(),
                 settings.name.clone(),
                 members.clone(),
+                settings.replicas,
             )
             .await?,
         );
