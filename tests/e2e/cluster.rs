@@ -586,3 +586,81 @@ fn a_worker_waits_for_nats_to_come_up() {
     let a = started.join().unwrap();
     assert_eq!(names(&a), ["patient"]);
 }
+
+#[test]
+fn nats_restarted_under_load_loses_nothing_acknowledged() {
+    let Some(mut nats) = Nats::start() else {
+        return;
+    };
+    let a = worker(&nats, "a", &[]);
+    let b = worker(&nats, "b", &[]);
+    register(&a.http(), "add", "example-add", Some("add"));
+    eventually(Duration::from_secs(5), "b sees add, both listed", || {
+        b.http().get("/v1/methods/add").status == 200 && names(&a).len() == 2
+    });
+    let component = crate::support::guest("example-add");
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (acknowledged, calls) = std::thread::scope(|s| {
+        let registrations = s.spawn(|| {
+            let mut acknowledged = Vec::new();
+            for i in 0..60 {
+                let name = format!("m{i}");
+                let r = a
+                    .http()
+                    .put(&format!("/v1/methods/{name}?export=add"), &component);
+                match r.status {
+                    201 => acknowledged.push(name),
+                    _ => assert_eq!(r.code(), "UNAVAILABLE", "{}", r.message()),
+                }
+            }
+            acknowledged
+        });
+        let calls = s.spawn(|| {
+            let mut codes = std::collections::BTreeMap::<String, usize>::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let started = Instant::now();
+                let r = b.http().post_json(
+                    "/v1/methods/add/call?worker=a",
+                    &json!({ "args": add_args(1, 2), "timeout_ms": 5000 }),
+                );
+                assert!(started.elapsed() < Duration::from_secs(10), "a call hung");
+                let code = if r.status == 200 {
+                    "OK".to_owned()
+                } else {
+                    r.code()
+                };
+                *codes.entry(code).or_default() += 1;
+            }
+            codes
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        nats.restart();
+        let acknowledged = registrations.join().unwrap();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (acknowledged, calls.join().unwrap())
+    });
+    eprintln!(
+        "NATS restarted under load: {} of 60 registrations acknowledged; calls by code {calls:?}",
+        acknowledged.len()
+    );
+    for code in calls.keys() {
+        assert!(code == "OK" || code == "UNAVAILABLE", "{calls:?}");
+    }
+    // Every acknowledged registration is on both workers, and callable there.
+    for w in [&a, &b] {
+        eventually(
+            Duration::from_secs(5),
+            "every acknowledged registration",
+            || {
+                acknowledged
+                    .iter()
+                    .all(|n| w.http().get(&format!("/v1/methods/{n}")).status == 200)
+            },
+        );
+    }
+    let last = acknowledged
+        .last()
+        .expect("some registrations were acknowledged");
+    let r = b.http().call(last, add_args(2, 2), 0);
+    assert_eq!(outputs(&r)[0], tensor("int32", &[1], json!([4])));
+}

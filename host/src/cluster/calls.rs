@@ -269,13 +269,25 @@ impl Calls {
             .headers(headers)
             .payload(payload)
             .timeout(Some(left + ANSWER_GRACE));
+        // NATS core messages are sent at most once: a request or reply in flight when the
+        // connection drops is lost, so an interrupted connection ends the attempt like a death.
+        let stats = self.client.statistics();
+        let connects = stats.connects.load(Ordering::Relaxed);
         let sent = self.client.send_request(subject(worker), request);
         let gone = async {
             let mut tick = tokio::time::interval(LIVENESS_CHECK);
             loop {
                 tick.tick().await;
                 if self.members.get(worker).is_none() {
-                    return;
+                    return format!("worker `{worker}` died during the call");
+                }
+                let connected =
+                    self.client.connection_state() == async_nats::connection::State::Connected;
+                if !connected || stats.connects.load(Ordering::Relaxed) != connects {
+                    return format!(
+                        "the connection to NATS was interrupted during the call to worker \
+                         `{worker}` (it may or may not have run)"
+                    );
                 }
             }
         };
@@ -299,7 +311,7 @@ impl Calls {
                     "the call could not be sent to worker `{worker}`: {e}"
                 )))),
             },
-            () = gone => Attempt::Gone(format!("worker `{worker}` died during the call")),
+            why = gone => Attempt::Gone(why),
         }
     }
 

@@ -64,8 +64,11 @@ fn parse_key(key: &str) -> Option<(TenantId, String, u32)> {
         .then(|| (TenantId::new(tenant), name, version))
 }
 
+/// A NATS failure: the shared store could not be reached (what was being done is logged; the
+/// client is told to try again).
 fn nats_err(what: &str, e: impl std::fmt::Display) -> RegistryError {
-    RegistryError::Database(format!("{what}: {e}"))
+    tracing::warn!(error = %e, "{what}");
+    RegistryError::Unreachable(what.to_owned())
 }
 
 impl NatsRegistry {
@@ -206,7 +209,8 @@ impl NatsRegistry {
 }
 
 fn decode(value: &[u8]) -> Result<Arc<Registration>, RegistryError> {
-    let text = std::str::from_utf8(value).map_err(|e| nats_err("a registration", e))?;
+    let text = std::str::from_utf8(value)
+        .map_err(|e| RegistryError::Database(format!("a registration is not text: {e}")))?;
     record::decode(text)
 }
 

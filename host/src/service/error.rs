@@ -114,9 +114,11 @@ impl ServiceError {
             }
             ServiceError::Remote { code, .. } => *code,
             ServiceError::Unavailable(_)
-            | ServiceError::Store(RegistryError::Corrupt { .. } | RegistryError::MissingBlob(_)) => {
-                Code::Unavailable
-            }
+            | ServiceError::Store(
+                RegistryError::Corrupt { .. }
+                | RegistryError::MissingBlob(_)
+                | RegistryError::Unreachable(_),
+            ) => Code::Unavailable,
             ServiceError::Store(_) if self.server_ran_out_of().is_some() => Code::ResourceExhausted,
             ServiceError::Store(_) => Code::Internal,
         }
@@ -171,6 +173,7 @@ impl ServiceError {
                 RegistryError::Corrupt { .. }
                     | RegistryError::MissingBlob(_)
                     | RegistryError::Quota(_)
+                    | RegistryError::Unreachable(_)
             ),
             _ => false,
         };
