@@ -266,3 +266,42 @@ async fn tensorflow_servers_from_a_cluster_spec_join_as_job_and_task() {
         server.shutdown().await;
     }
 }
+
+#[test]
+fn the_blocking_client_lists_workers_and_calls_any_of_them() {
+    let Some(nats) = Nats::start() else { return };
+    let ws = three_workers(&nats);
+    let client = wasmrpc_client::blocking::Client::create(
+        "http",
+        address(&ws[2]),
+        "blocking",
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    let mut listed = client.workers().unwrap();
+    while listed.workers.len() < 3 {
+        std::thread::sleep(Duration::from_millis(20));
+        listed = client.workers().unwrap();
+    }
+    assert_eq!(listed.this, "w2");
+    use wasmrpc_client::cluster::Target;
+    let out = client
+        .call_worker(
+            Target::Worker("w0"),
+            "add",
+            scalars(1, 2),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+    assert_eq!(value(&out), 3);
+    let out = client
+        .call_worker(Target::Any, "add", scalars(3, 4), Duration::from_secs(5))
+        .unwrap();
+    assert_eq!(value(&out), 7);
+    assert_eq!(
+        client
+            .barrier("alone", "me", 1, Duration::from_secs(5))
+            .unwrap(),
+        ["me"]
+    );
+}
