@@ -65,6 +65,12 @@ impl App {
         let registry = Arc::new(cluster.registry());
         let cluster = Arc::new(cluster);
         let app = App::assemble(config, registry, Some(cluster.clone()))?;
+        if let Some(directory) = app.access.directory() {
+            cluster
+                .share_tenants(directory.clone(), settings.replicas)
+                .await
+                .map_err(|e| anyhow::anyhow!("sharing the tenant directory: {e}"))?;
+        }
         cluster
             .serve(app.service.clone())
             .await

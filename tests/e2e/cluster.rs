@@ -664,3 +664,51 @@ fn nats_restarted_under_load_loses_nothing_acknowledged() {
     let r = b.http().call(last, add_args(2, 2), 0);
     assert_eq!(outputs(&r)[0], tensor("int32", &[1], json!([4])));
 }
+
+#[test]
+fn tenants_keys_and_quotas_are_shared_by_every_worker() {
+    let Some(nats) = Nats::start() else { return };
+    let url = nats.url();
+    // Each worker has its own admin key; the tenants are the cluster's.
+    let a = crate::tenants::Keyed::start(&["--cluster", &url, "--name", "a"]);
+    let b = crate::tenants::Keyed::start(&["--cluster", &url, "--name", "b"]);
+    let (_, answer) = a.tenant("alice");
+    let key = answer["key"].as_str().unwrap().to_owned();
+    let key_id = answer["key_id"].as_str().unwrap().to_owned();
+    let on_a = a.server.http().with_key(&key);
+    let on_b = b.server.http().with_key(&key);
+    let took = eventually(Duration::from_secs(1), "alice's key works on b", || {
+        on_b.get("/v1/methods").status == 200
+    });
+    eprintln!("a tenant created on one worker was usable on another after {took:?}");
+    // A quota set through b holds on a.
+    let r = b.admin.request(
+        "PUT",
+        "/v1/tenants/alice/quota",
+        Some(json!({ "max_methods": 1 }).to_string().as_bytes()),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    eventually(Duration::from_secs(1), "the quota on a", || {
+        a.admin.get("/v1/tenants/alice").json()["quota"]["max_methods"] == 1
+    });
+    let add = crate::support::guest("example-add");
+    assert_eq!(on_a.put("/v1/methods/one?export=add", &add).status, 201);
+    eventually(Duration::from_secs(1), "b sees alice's method", || {
+        on_b.get("/v1/methods/one").status == 200
+    });
+    let r = on_b.put("/v1/methods/two?export=add", &add);
+    assert_eq!(r.code(), "RESOURCE_EXHAUSTED", "{}", r.message());
+    // A key revoked through one worker stops working on the other.
+    let r = b.admin.delete(&format!("/v1/tenants/alice/keys/{key_id}"));
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    eventually(
+        Duration::from_secs(1),
+        "the revoked key refused on a",
+        || on_a.get("/v1/methods").status == 401,
+    );
+    // Both admins list the same tenants.
+    assert_eq!(
+        a.admin.get("/v1/tenants").json(),
+        b.admin.get("/v1/tenants").json()
+    );
+}

@@ -9,6 +9,7 @@ pub mod barrier;
 pub mod calls;
 pub mod members;
 pub mod store;
+pub mod tenants;
 pub mod wire;
 
 use std::net::SocketAddr;
@@ -237,6 +238,18 @@ impl Cluster {
         barrier::arrive(&self.barriers, tenant, name, member, count).await
     }
 
+    /// Share `directory` (tenants and their keys) with the other workers.
+    ///
+    /// # Errors
+    /// NATS failed, or the cluster's copy is unreadable.
+    pub async fn share_tenants(
+        &self,
+        directory: Arc<crate::tenancy::TenantDirectory>,
+        replicas: usize,
+    ) -> Result<(), ClusterError> {
+        tenants::share(&self.js, replicas, directory).await
+    }
+
     /// Serve calls other workers send here, with `service`.
     ///
     /// # Errors
@@ -266,7 +279,6 @@ impl Cluster {
         if let Ok(Err(e)) = tokio::time::timeout(calls::NATS_STEP, self.client.flush()).await {
             tracing::warn!(error = %e, "flushing the NATS connection at exit");
         }
-        let _ = &self.js;
         tracing::info!("left the cluster");
     }
 }
