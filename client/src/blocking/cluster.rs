@@ -16,7 +16,7 @@ impl Client {
     /// reached.
     ///
     /// # Panics
-    /// Inside an async runtime (see the [module documentation](self)).
+    /// Inside an async runtime (see the [module documentation](super)).
     #[track_caller]
     pub fn workers(&self) -> Result<WorkerList, Error> {
         let inner = self.inner.clone();
@@ -30,7 +30,7 @@ impl Client {
     /// As [`crate::Client::call_worker`].
     ///
     /// # Panics
-    /// Inside an async runtime (see the [module documentation](self)).
+    /// Inside an async runtime (see the [module documentation](super)).
     ///
     /// ```no_run
     /// # fn demo(client: wasmrpc_client::blocking::Client) -> Result<(), wasmrpc_client::Error> {
@@ -67,7 +67,7 @@ impl Client {
     /// As [`crate::Client::barrier`].
     ///
     /// # Panics
-    /// Inside an async runtime (see the [module documentation](self)).
+    /// Inside an async runtime (see the [module documentation](super)).
     #[track_caller]
     pub fn barrier(
         &self,
