@@ -305,3 +305,45 @@ fn the_blocking_client_lists_workers_and_calls_any_of_them() {
         ["me"]
     );
 }
+
+/// Run an example binary of `examples/cluster` (built by cargo on the way) with `args`; its stdout.
+fn run_example(bin: &str, args: &[&str]) -> String {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .current_dir(crate::support::guests::workspace_root())
+        .args([
+            "run",
+            "--quiet",
+            "-p",
+            "example-cluster",
+            "--bin",
+            bin,
+            "--",
+        ])
+        .args(args)
+        .output()
+        .expect("running cargo");
+    assert!(
+        out.status.success(),
+        "{bin}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_paddle_and_tensorflow_examples_run_against_a_three_worker_cluster() {
+    let Some(nats) = Nats::start() else { return };
+    let ws = three_workers(&nats);
+    let master = address(&ws[0]).to_owned();
+    let paddle = run_example("paddle-rpc", &["--master", &master, "--world-size", "3"]);
+    assert!(paddle.contains("rpc_sync on w0: [5]"), "{paddle}");
+    for w in ["w0", "w1", "w2"] {
+        assert!(paddle.contains(&format!("rpc_async on {w} ")), "{paddle}");
+    }
+    let tf = run_example("tf-coordinator", &["--server", &master, "--steps", "100"]);
+    assert!(
+        tf.contains("100 steps scheduled on any worker; sum of results 5050"),
+        "{tf}"
+    );
+}
