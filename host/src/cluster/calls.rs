@@ -95,6 +95,8 @@ pub struct Calls {
     served: Arc<Semaphore>,
     stop: Arc<Notify>,
     serving: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Set when another worker took this one's name: its calls are left to that worker.
+    lost: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for Calls {
@@ -116,6 +118,7 @@ impl Calls {
         me: String,
         members: Arc<Members>,
         replicas: usize,
+        lost: Arc<std::sync::atomic::AtomicBool>,
     ) -> Result<Calls, ClusterError> {
         let payloads = match js.get_object_store(PAYLOADS).await {
             Ok(store) => store,
@@ -140,6 +143,7 @@ impl Calls {
             served: Arc::new(Semaphore::new(MAX_SERVED)),
             stop: Arc::new(Notify::new()),
             serving: Mutex::new(None),
+            lost,
         })
     }
 
@@ -404,6 +408,11 @@ impl Calls {
                     }
                 };
                 let Some(msg) = msg else { break };
+                if this.lost.load(Ordering::Acquire) {
+                    // The name is another worker's now, and so are its calls (both receive
+                    // them; only the holder answers).
+                    continue;
+                }
                 let Ok(permit) = this.served.clone().acquire_owned().await else {
                     break;
                 };

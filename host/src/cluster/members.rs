@@ -199,6 +199,9 @@ pub struct Membership {
     value: Arc<RwLock<Bytes>>,
     /// Wakes the heartbeat at once (the value changed).
     beat_now: Arc<tokio::sync::Notify>,
+    /// Set when another worker took this worker's name (after this one was cut off from NATS
+    /// longer than the TTL): from then on this worker must not answer for the name.
+    lost: Arc<std::sync::atomic::AtomicBool>,
     heartbeat: tokio::task::JoinHandle<()>,
 }
 
@@ -235,6 +238,7 @@ impl Membership {
         };
         let value = Arc::new(RwLock::new(value));
         let beat_now = Arc::new(tokio::sync::Notify::new());
+        let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let heartbeat = tokio::spawn(beat(
             kv.clone(),
             key,
@@ -242,14 +246,21 @@ impl Membership {
             beat_now.clone(),
             revision,
             info.instance.clone(),
+            lost.clone(),
         ));
         Ok(Membership {
             kv,
             info,
             value,
             beat_now,
+            lost,
             heartbeat,
         })
+    }
+
+    /// Whether another worker has taken this worker's name (see [`Membership::join`]).
+    pub fn lost(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.lost.clone()
     }
 
     /// This worker's info.
@@ -289,6 +300,7 @@ async fn beat(
     now: Arc<tokio::sync::Notify>,
     mut revision: u64,
     instance: String,
+    lost: Arc<std::sync::atomic::AtomicBool>,
 ) {
     loop {
         tokio::select! {
@@ -307,11 +319,20 @@ async fn beat(
                 tracing::warn!(error = %e, "heartbeat failed");
                 if let Ok(r) = kv.create(&key, current).await {
                     revision = r;
-                } else if let Ok(Some(entry)) = kv.entry(&key).await
-                    && serde_json::from_slice::<WorkerInfo>(&entry.value)
-                        .is_ok_and(|i| i.instance == instance)
-                {
-                    revision = entry.revision;
+                } else if let Ok(Some(entry)) = kv.entry(&key).await {
+                    match serde_json::from_slice::<WorkerInfo>(&entry.value) {
+                        Ok(i) if i.instance == instance => revision = entry.revision,
+                        Ok(_) => {
+                            tracing::error!(
+                                key,
+                                "another worker took this worker's name while it was cut off \
+                                 from NATS: it no longer answers calls for it; restart it"
+                            );
+                            lost.store(true, std::sync::atomic::Ordering::Release);
+                            return;
+                        }
+                        Err(_) => {}
+                    }
                 }
             }
         }

@@ -185,6 +185,7 @@ impl Cluster {
                 settings.name.clone(),
                 members.clone(),
                 settings.replicas,
+                membership.lost(),
             )
             .await?,
         );
