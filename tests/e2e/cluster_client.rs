@@ -21,6 +21,23 @@ fn three_workers(nats: &Nats) -> Vec<TestServer> {
         })
         .collect();
     register(&ws[0].http(), "add", "example-add", Some("add"));
+    // Each worker has seen the registration and every member (both arrive within milliseconds).
+    let started = Instant::now();
+    for w in &ws {
+        while w.http().get("/v1/methods/add").status != 200
+            || w.http().get("/v1/cluster/workers").json()["workers"]
+                .as_array()
+                .unwrap()
+                .len()
+                < 3
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "the cluster did not form"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     ws
 }
 
@@ -168,9 +185,12 @@ async fn an_embedded_server_joins_as_a_worker_and_serves_its_functions() {
         .unwrap();
     assert_eq!(value(&out), 42);
     server.shutdown().await;
-    // It left the cluster at once.
-    let left = through_other.get_all_worker_infos().await.unwrap();
-    assert_eq!(left.len(), 1, "{left:?}");
+    // It left the cluster at once (the others hear of it as soon as NATS tells them).
+    let started = Instant::now();
+    while through_other.get_all_worker_infos().await.unwrap().len() != 1 {
+        assert!(started.elapsed() < Duration::from_secs(1), "still listed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
