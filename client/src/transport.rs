@@ -138,6 +138,11 @@ impl Transport {
             .timer(TokioTimer::new())
             .pool_timer(TokioTimer::new())
             .http2_only(true)
+            // Tensors are megabytes: windows and frames sized for them, not for web pages (a
+            // 16 MiB tensor took a thousand 16 KiB frames and many window updates).
+            .http2_initial_stream_window_size(8 << 20)
+            .http2_initial_connection_window_size(16 << 20)
+            .http2_max_frame_size(1 << 20)
             .http2_keep_alive_interval(Some(Duration::from_secs(20)));
         let http = if tls {
             // The TLS connector hands `https` addresses to the TCP connector below it.

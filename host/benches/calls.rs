@@ -48,7 +48,12 @@ fn inputs(n: usize) -> (Vec<i32>, Vec<i32>) {
     )
 }
 
-async fn bench_instance_per_call(component: &[u8], label: &str, config: RuntimeConfig) {
+async fn bench_instance_per_call(
+    component: &[u8],
+    label: &str,
+    config: RuntimeConfig,
+    elements: Option<usize>,
+) {
     let runtime = Runtime::new(config).expect("engine");
     // The bench is the only caller, so it needs no call slot to ask for the signatures.
     let compiled = runtime
@@ -56,8 +61,12 @@ async fn bench_instance_per_call(component: &[u8], label: &str, config: RuntimeC
         .await
         .expect("component compiles");
     let module = runtime.describe(compiled).await.expect("component loads");
-    let (a, b) = inputs(1000);
-    let args = || vec![Tensor::vector(a.clone()), Tensor::vector(b.clone())];
+    // `None` is the scalar case: two 0-d tensors, as TensorFlow's RPC example sends.
+    let (a, b) = inputs(elements.unwrap_or(1));
+    let args = || match elements {
+        Some(_) => vec![Tensor::vector(a.clone()), Tensor::vector(b.clone())],
+        None => vec![Tensor::scalar(a[0]), Tensor::scalar(b[0])],
+    };
     let calls = 2000;
     let mut wasm_rounds = Vec::new();
     let mut native_rounds = Vec::new();
@@ -175,6 +184,8 @@ async fn bench_http(component: &[u8]) {
 }
 
 fn main() {
+    // `-- scalar`: only the scalar fresh-instance pair, for a profiler.
+    let scalar_only = std::env::args().any(|a| a == "scalar");
     let component = guests::guest("example-add");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -185,25 +196,53 @@ fn main() {
     );
     rt.block_on(async {
         // The default, then the pooling allocator's reset strategies side by side.
-        bench_instance_per_call(&component, "default", RuntimeConfig::default()).await;
-        for keep in [0, 256 << 10, 1 << 20] {
+        if scalar_only {
+            // A small pool: valgrind cannot reserve the default pool's address space.
+            let small = RuntimeConfig {
+                max_concurrent_calls: 2,
+                max_memories: 1,
+                ..RuntimeConfig::default()
+            };
+            bench_instance_per_call(&component, "scalar", small, None).await;
+            return;
+        }
+        // Before PAGEMAP_SCAN: the first 64 KiB of a slot reset in place, the rest handed back to
+        // the kernel and faulted in again by the next call.
+        let first_bytes = RuntimeConfig {
+            pool_pagemap_scan: false,
+            pool_keep_resident_bytes: 64 << 10,
+            ..RuntimeConfig::default()
+        };
+        for elements in [None, Some(1000)] {
+            let size = elements.map_or("scalar".to_string(), |n| format!("{n} i32"));
+            let default = RuntimeConfig::default();
+            bench_instance_per_call(&component, &format!("{size}, default"), default, elements)
+                .await;
+            let label = format!("{size}, no pagemap, first 64 KiB");
+            bench_instance_per_call(&component, &label, first_bytes.clone(), elements).await;
+        }
+        if std::env::args().any(|a| a == "pagemap") {
+            return;
+        }
+        let thousand = Some(1000);
+        for keep in [0, 64 << 10, 4 << 20] {
             let config = RuntimeConfig {
                 pool_keep_resident_bytes: keep,
                 ..RuntimeConfig::default()
             };
             let label = format!("keep resident {} KiB", keep >> 10);
-            bench_instance_per_call(&component, &label, config).await;
+            bench_instance_per_call(&component, &label, config, thousand).await;
         }
         let unbatched = RuntimeConfig {
             pool_decommit_batch: 1,
             ..RuntimeConfig::default()
         };
-        bench_instance_per_call(&component, "decommit batch 1", unbatched).await;
+        bench_instance_per_call(&component, "decommit batch 1", unbatched, thousand).await;
         let on_demand = RuntimeConfig {
             pooling: false,
             ..RuntimeConfig::default()
         };
-        bench_instance_per_call(&component, "no pooling", on_demand).await;
+        bench_instance_per_call(&component, "no pooling", on_demand, thousand).await;
         bench_http(&component).await;
     });
 }

@@ -63,6 +63,15 @@ const MAX_LOCAL_RESET_STREAMS: usize = 256;
 /// Bytes of headers one request may carry, over HTTP/1.1 and HTTP/2 alike.
 const MAX_HEADER_BYTES: u32 = 64 << 10;
 
+/// HTTP/2 flow control sized for tensors of megabytes: what a client may send on one stream,
+/// and on the whole connection, before the server reads it (request bodies are read whole
+/// anyway, up to `--max-request-bytes`), and the largest frame it may send. hyper's defaults
+/// (16 KiB frames, windows of a megabyte or less) cost a 16 MiB tensor a thousand frames and
+/// many round trips of window updates.
+const H2_STREAM_WINDOW: u32 = 8 << 20;
+const H2_CONNECTION_WINDOW: u32 = 16 << 20;
+const H2_MAX_FRAME: u32 = 1 << 20;
+
 /// What a client past the connection cap reads before the server hangs up.
 const TOO_MANY_CONNECTIONS: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\nretry-after: 1\r\ncontent-length: 85\r\n\r\n{\"error\":{\"code\":\"UNAVAILABLE\",\"message\":\"the server has too many open connections\"}}";
 
@@ -141,6 +150,9 @@ pub async fn serve_connections(
         .max_pending_accept_reset_streams(MAX_PENDING_RESET_STREAMS)
         .max_local_error_reset_streams(MAX_LOCAL_RESET_STREAMS)
         .max_header_list_size(MAX_HEADER_BYTES)
+        .initial_stream_window_size(H2_STREAM_WINDOW)
+        .initial_connection_window_size(H2_CONNECTION_WINDOW)
+        .max_frame_size(H2_MAX_FRAME)
         .keep_alive_interval(Some(Duration::from_secs(20)));
     let connections = Arc::new(tokio::sync::Semaphore::new(options.max_connections));
     let builder = Arc::new(builder);

@@ -125,7 +125,11 @@ impl App {
                 Access::with_keys(Arc::new(directory), config.tenant_defaults)
             }
         };
-        let runtime = Runtime::new(config.runtime.clone())?;
+        let mut runtime_config = config.runtime.clone();
+        if runtime_config.artifact_cache.is_none() {
+            runtime_config.artifact_cache = Some(config.data_dir.join("artifacts"));
+        }
+        let runtime = Runtime::new(runtime_config)?;
         let service = Arc::new(Service::new(
             Arc::new(runtime),
             registry,

@@ -439,6 +439,16 @@ impl Encoder {
                 let s: String = serde_json::from_str(lit).map_err(|e| bad(&e.to_string()))?;
                 push_string(&mut self.out, s.as_bytes());
             }
+            (DType::Float32, Scalar::Number(n)) => {
+                // Straight to f32: one rounding (through f64 would round twice, and be slower).
+                let v: f32 = n
+                    .parse()
+                    .map_err(|_| bad(&format!("`{n}` is not a number")))?;
+                if !v.is_finite() {
+                    return Err(bad(&format!("{n} is out of range for {dtype}")));
+                }
+                self.out.extend_from_slice(&v.to_le_bytes());
+            }
             (d, Scalar::Number(n)) if d.is_float() => {
                 let v: f64 = n
                     .parse()
@@ -811,6 +821,24 @@ mod tests {
         let nested = parse(r#"{"dtype":"int32","shape":[2,2],"data":[[1,2],[3,4]]}"#).unwrap();
         assert_eq!(flat, nested);
         assert_eq!(flat.to_vec::<i32>().unwrap(), vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn a_float32_is_rounded_once_from_its_decimal_text() {
+        // Just below the midpoint between two f32s: rounded once, it goes down; through f64 it
+        // would land on the midpoint first and then round to the even neighbour, above.
+        let text = "1.000000178813934326171874";
+        let direct: f32 = text.parse().unwrap();
+        assert_ne!(
+            direct,
+            (text.parse::<f64>().unwrap()) as f32,
+            "the case rounds twice"
+        );
+        let t = parse(&format!(
+            r#"{{"dtype":"float32","shape":[1],"data":[{text}]}}"#
+        ))
+        .unwrap();
+        assert_eq!(t.to_vec::<f32>().unwrap()[0].to_bits(), direct.to_bits());
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod kserve_binary;
 mod kserve_repository;
 mod openapi;
 mod python_clients;
+mod python_sdk;
 mod registry;
 mod requests;
 mod sandbox;

@@ -88,6 +88,70 @@ fn methods_survive_a_restart_and_a_kill_9() {
     );
 }
 
+/// The compiled artifact of a component is kept on disk: a restart loads it instead of
+/// compiling again (the file is not rewritten), a damaged one is replaced by a fresh compile,
+/// and deleting the last method that uses a component deletes its artifact.
+#[test]
+fn a_restart_loads_compiled_artifacts_and_a_damaged_one_is_compiled_again() {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut server = TestServer::start(&[]);
+    let http = server.http();
+    register(&http, "add", "example-add", Some("add"));
+    register(&http, "add_again", "example-add", Some("add"));
+    let artifacts = server.data_dir().join("artifacts");
+    let files = || -> Vec<std::path::PathBuf> {
+        let mut files: Vec<_> = std::fs::read_dir(&artifacts)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        files
+    };
+    let [artifact] = &files()[..] else {
+        panic!("one artifact for one component: {:?}", files())
+    };
+    let artifact = artifact.clone();
+    let inode = std::fs::metadata(&artifact).unwrap().ino();
+
+    server.kill9_and_restart();
+    let http = server.http();
+    assert_eq!(
+        outputs(&http.call("add", add_args(), 0))[0],
+        tensor("int32", &[1], json!([5]))
+    );
+    assert_eq!(
+        std::fs::metadata(&artifact).unwrap().ino(),
+        inode,
+        "loaded, not compiled and written again"
+    );
+
+    // A flipped byte: the artifact is refused, the component compiled again, the method works.
+    let mut bytes = std::fs::read(&artifact).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&artifact, bytes).unwrap();
+    server.kill9_and_restart();
+    let http = server.http();
+    assert_eq!(
+        outputs(&http.call("add", add_args(), 0))[0],
+        tensor("int32", &[1], json!([5]))
+    );
+    assert_ne!(
+        std::fs::metadata(&artifact).unwrap().ino(),
+        inode,
+        "written anew"
+    );
+
+    assert_eq!(http.delete("/v1/methods/add").status, 200);
+    assert_eq!(files().len(), 1, "still used by add_again");
+    assert_eq!(http.delete("/v1/methods/add_again").status, 200);
+    assert_eq!(
+        files(),
+        Vec::<std::path::PathBuf>::new(),
+        "the last user is gone"
+    );
+}
+
 /// The kill -9 durability loop of the battery: 100 uploads at once, killed as soon as the first is
 /// acknowledged, restarted, checked; 20 cycles here, `WASMRPC_KILL9_CYCLES=100` for the long run
 /// (docs/operations.md).

@@ -6,6 +6,7 @@
 //! | `sum` | `x`: any shape | `output: []` (scalar) |
 //! | `scale` | `x`: any shape, `factor: []` | `output`: the shape of `x` |
 //! | `max` | `x`: rank ≥ 1 | `values`, `indices` (int64): the shape of `x` without its last axis |
+//! | `identity` | `x`: any shape | `output`: `x` unchanged (what a call costs beyond its work) |
 //!
 //! Build: `cargo build --target wasm32-wasip2 --release -p example-linalg`.
 
@@ -81,11 +82,28 @@ pub fn max(x: Tensor<f32>) -> Result<(Tensor<f32>, Tensor<i64>), Error> {
     ))
 }
 
-wasmrpc_guest::export!(transpose, sum, scale, max);
+/// `x` unchanged: a call that does no work, so timing it measures the cost of moving a tensor
+/// in and out of the sandbox (row P4 of docs/benchmarks.md).
+#[wasmrpc_guest::method]
+pub fn identity(x: Tensor<f32>) -> Tensor<f32> {
+    x
+}
+
+wasmrpc_guest::export!(transpose, sum, scale, max, identity);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn identity_returns_its_input() {
+        let x = Tensor::new([2, 2], vec![1.0, f32::NAN, -0.0, 4.5]).unwrap();
+        let y = identity(x.clone());
+        assert_eq!(y.shape(), x.shape());
+        let same_bits =
+            |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits());
+        assert!(same_bits(y.as_slice(), x.as_slice()));
+    }
 
     #[test]
     fn transposes_a_matrix() {

@@ -30,10 +30,25 @@ pub async fn native_add(body: axum::body::Bytes) -> axum::response::Response {
     ))
 }
 
-/// The baseline's routes: the call, and the method list a client asks for when it connects.
+/// `POST /echo`: the body back as it came, as `application/octet-stream` (row P4's floor: what
+/// moving the bytes through the same HTTP stack costs without a sandbox).
+pub async fn echo(body: axum::body::Bytes) -> axum::response::Response {
+    axum::response::IntoResponse::into_response((
+        [(axum::http::header::CONTENT_TYPE, "application/octet-stream")],
+        body,
+    ))
+}
+
+/// The baseline's routes: the call, a raw echo, and the method list a client asks for when it
+/// connects.
 pub fn router() -> axum::Router {
     axum::Router::new()
         .route("/v1/methods/add/call", post(native_add))
+        // The server's own default request cap, not axum's 2 MB.
+        .route(
+            "/echo",
+            post(echo).layer(axum::extract::DefaultBodyLimit::max(256 << 20)),
+        )
         .route(
             "/v1/methods",
             axum::routing::get(|| async { axum::Json(serde_json::json!({ "methods": [] })) }),

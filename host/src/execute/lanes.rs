@@ -12,6 +12,13 @@
 //! tenant alone on the server runs all its calls at full speed, so capacity one tenant leaves
 //! idle is anyone's.
 //!
+//! Handing a call to a lane costs two thread wake-ups, which is most of what a small call costs.
+//! So while only one tenant has called lately (nobody to be fair to), a call's first turn runs
+//! right where its request arrived ([`Lanes::run`]): a quick call ends there. A call still
+//! running at its first epoch tick moves to its lane then, so no slow guest holds an HTTP thread
+//! for more than a tick; and once a second tenant calls, every call goes to its lane from the
+//! start, for [`CONTENDED_FOR`] after the tenants last took turns.
+//!
 //! Lowering a thread's priority needs no privilege but raising it does, so a lane's threads keep
 //! their priority for life; a lane's runtime starts on its first call. The top lane's threads
 //! also ask for short time slices, as the HTTP workers do (`thread_priority.rs`), so the kernel
@@ -19,7 +26,10 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use crate::tenancy::TenantId;
@@ -33,11 +43,43 @@ const LANES: usize = 6;
 /// How long a tenant's peak of running calls is remembered: between one and two of these.
 const PEAK_WINDOW: Duration = Duration::from_secs(1);
 
+/// How long after two tenants last took turns calls still start on their lanes.
+const CONTENDED_FOR: Duration = Duration::from_secs(1);
+
 /// The lanes of one server.
 pub struct Lanes {
     lanes: [OnceLock<tokio::runtime::Runtime>; LANES],
     threads_per_lane: usize,
-    peaks: Mutex<HashMap<TenantId, RecentPeak>>,
+    peaks: Mutex<Peaks>,
+    /// When the lanes were made: the clock of `contended_until`.
+    born: Instant,
+    /// Until when (nanoseconds after `born`) calls start on their lanes; 0 if never.
+    contended_until: AtomicU64,
+}
+
+/// The tenants' recent peaks, and who called last.
+#[derive(Default)]
+struct Peaks {
+    by_tenant: HashMap<TenantId, RecentPeak>,
+    last_caller: Option<TenantId>,
+}
+
+/// Where a call goes: its lane, and whether its first turn may run where it arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    /// The lane it runs on (from its first turn, or from its second).
+    pub lane: usize,
+    /// No other tenant called lately: the first turn runs inline.
+    pub inline_first_turn: bool,
+}
+
+/// Why a call handed to a lane did not finish there.
+#[derive(Debug)]
+pub enum LaneFailure {
+    /// The lane's runtime could not start (no threads left).
+    Start(std::io::Error),
+    /// Its task was stopped, or panicked.
+    Stopped(tokio::task::JoinError),
 }
 
 /// The most calls a tenant ran at once in the current window and the one before.
@@ -84,20 +126,34 @@ impl Lanes {
         Lanes {
             lanes: Default::default(),
             threads_per_lane: threads_per_lane.max(1),
-            peaks: Mutex::new(HashMap::new()),
+            peaks: Mutex::new(Peaks::default()),
+            born: Instant::now(),
+            contended_until: AtomicU64::new(0),
         }
     }
 
-    /// The lane of a call of `tenant`, which is running `running` calls now (this one
-    /// included): by the most it has run at once lately.
-    pub fn lane_for(&self, tenant: &TenantId, running: usize) -> usize {
+    /// Where a call of `tenant` goes, which is running `running` calls now (this one
+    /// included): its lane by the most it has run at once lately, and whether another tenant
+    /// called lately.
+    pub fn place(&self, tenant: &TenantId, running: usize) -> Placement {
         let now = Instant::now();
         let mut peaks = self.peaks.lock().unwrap_or_else(PoisonError::into_inner);
-        if peaks.len() > 4096 {
-            // Forget tenants quiet for two windows: their peak is gone anyway.
-            peaks.retain(|_, p| now.saturating_duration_since(p.window_start) < PEAK_WINDOW * 2);
+        if peaks.last_caller.as_ref() != Some(tenant) {
+            if peaks.last_caller.is_some() {
+                let until = now.saturating_duration_since(self.born) + CONTENDED_FOR;
+                let until = u64::try_from(until.as_nanos()).unwrap_or(u64::MAX);
+                self.contended_until.store(until, Ordering::Relaxed);
+            }
+            peaks.last_caller = Some(tenant.clone());
         }
-        let peak = peaks
+        let contended = self.contended(now);
+        let by_tenant = &mut peaks.by_tenant;
+        if by_tenant.len() > 4096 {
+            // Forget tenants quiet for two windows: their peak is gone anyway.
+            by_tenant
+                .retain(|_, p| now.saturating_duration_since(p.window_start) < PEAK_WINDOW * 2);
+        }
+        let peak = by_tenant
             .entry(tenant.clone())
             .or_insert(RecentPeak {
                 window_start: now,
@@ -105,7 +161,41 @@ impl Lanes {
                 previous: 0,
             })
             .note(running, now);
-        Self::lane_of(peak)
+        Placement {
+            lane: Self::lane_of(peak),
+            inline_first_turn: !contended,
+        }
+    }
+
+    /// Whether two tenants took turns within [`CONTENDED_FOR`] before `now`.
+    fn contended(&self, now: Instant) -> bool {
+        let until = self.contended_until.load(Ordering::Relaxed);
+        let now = now.saturating_duration_since(self.born).as_nanos();
+        until != 0 && now < u128::from(until)
+    }
+
+    /// Run `call` where `placement` says: its first turn here if it may, the rest (or all of
+    /// it) on its lane. Dropping the returned future stops the call wherever it is.
+    ///
+    /// # Errors
+    /// The lane could not start, or the call's task there was stopped or panicked.
+    pub async fn run<F>(&self, placement: Placement, call: F) -> Result<F::Output, LaneFailure>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let mut call = Box::pin(call);
+        if placement.inline_first_turn {
+            // One poll: a guest that yields at its first epoch tick is a slow call.
+            let turn = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx)));
+            if let Poll::Ready(out) = pin!(turn).await {
+                return Ok(out);
+            }
+        }
+        let on_lane = self
+            .spawn(placement.lane, call)
+            .map_err(LaneFailure::Start)?;
+        on_lane.await.map_err(LaneFailure::Stopped)
     }
 
     /// The lane of a call that is its tenant's `running`-th running call (counting itself).
@@ -217,6 +307,70 @@ mod tests {
         // Two windows later it is forgotten.
         assert_eq!(peak.note(1, start + PEAK_WINDOW * 5 / 2), 1);
         assert_eq!(peak.note(1, start + PEAK_WINDOW * 10), 1);
+    }
+
+    #[test]
+    fn calls_start_inline_until_a_second_tenant_calls() {
+        let lanes = Lanes::new(1);
+        let (a, b) = (TenantId::new("a"), TenantId::new("b"));
+        assert!(lanes.place(&a, 1).inline_first_turn, "alone: inline");
+        assert_eq!(lanes.place(&a, 3).lane, 2, "still on its lane by load");
+        assert!(lanes.place(&a, 1).inline_first_turn, "still alone");
+        assert!(
+            !lanes.place(&b, 1).inline_first_turn,
+            "a second tenant: lanes"
+        );
+        assert!(
+            !lanes.place(&a, 1).inline_first_turn,
+            "for the first tenant too"
+        );
+        assert!(!lanes.place(&a, 1).inline_first_turn, "for a while");
+    }
+
+    #[test]
+    fn a_quick_call_ends_inline_and_a_slow_one_moves_to_its_lane() {
+        let lanes = Lanes::new(1);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let here = std::thread::current().id();
+        let thread_name = || std::thread::current().name().map(str::to_owned);
+        rt.block_on(async {
+            let inline = Placement {
+                lane: 3,
+                inline_first_turn: true,
+            };
+            let quick = lanes
+                .run(inline, async move { std::thread::current().id() })
+                .await
+                .unwrap();
+            assert_eq!(quick, here, "a call done in its first turn ran inline");
+            let slow = lanes
+                .run(inline, async move {
+                    let first = thread_name();
+                    tokio::task::yield_now().await; // as a guest does at an epoch tick
+                    (first, thread_name())
+                })
+                .await
+                .unwrap();
+            assert_ne!(
+                slow.0.as_deref(),
+                Some("wasmrpc-lane3"),
+                "first turn inline"
+            );
+            assert_eq!(
+                slow.1.as_deref(),
+                Some("wasmrpc-lane3"),
+                "the rest on its lane"
+            );
+            let contended = Placement {
+                lane: 1,
+                inline_first_turn: false,
+            };
+            let name = lanes.run(contended, async move { thread_name() }).await;
+            assert_eq!(name.unwrap().as_deref(), Some("wasmrpc-lane1"));
+        });
     }
 
     #[test]

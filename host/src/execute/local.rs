@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use wasmrpc_proto::Tensor;
 
-use super::lanes::Lanes;
+use super::lanes::{LaneFailure, Lanes};
 use super::{CallLimits, Executor, ModuleCache};
 use crate::admission::Admission;
 use crate::registry::Registration;
@@ -56,34 +56,32 @@ impl Executor for LocalExecutor {
             .admission
             .admit(tenant, limits.share, limits.deadline)
             .await?;
-        let lane = self
-            .lanes
-            .lane_for(tenant, self.admission.running_of(tenant));
+        let placement = self.lanes.place(tenant, self.admission.running_of(tenant));
         let runtime = self.runtime.clone();
         let export = registration.export.clone();
-        let call = self
-            .lanes
-            .spawn(lane, async move {
-                runtime
-                    .call(
-                        &module,
-                        &export,
-                        args,
-                        limits.deadline,
-                        started,
-                        limits.memory,
-                    )
-                    .await
-            })
-            .map_err(|e| {
-                ServiceError::Unavailable(format!("cannot start a thread to run the call: {e}"))
-            })?;
-        match call.await {
+        let call = async move {
+            runtime
+                .call(
+                    &module,
+                    &export,
+                    args,
+                    limits.deadline,
+                    started,
+                    limits.memory,
+                )
+                .await
+        };
+        match self.lanes.run(placement, call).await {
             Ok(result) => Ok(result?),
+            Err(LaneFailure::Start(e)) => Err(ServiceError::Unavailable(format!(
+                "cannot start a thread to run the call: {e}"
+            ))),
             // The guest's task panicked: a bug of the host, not the guest's (whose traps are
             // errors); let it surface as a panic would have.
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(e) => Err(ServiceError::Unavailable(format!(
+            Err(LaneFailure::Stopped(e)) if e.is_panic() => {
+                std::panic::resume_unwind(e.into_panic())
+            }
+            Err(LaneFailure::Stopped(e)) => Err(ServiceError::Unavailable(format!(
                 "the call was stopped: {e}"
             ))),
         }

@@ -98,9 +98,10 @@ impl ModuleCache {
         self.write().insert(digest, Slot::Ready(module));
     }
 
-    /// Forget a component nothing refers to any more.
+    /// Forget a component nothing refers to any more, and its compiled artifact on disk.
     pub fn forget(&self, digest: &Digest) {
         self.write().remove(digest);
+        self.runtime.forget_artifact(&digest.0);
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Digest, Slot>> {

@@ -51,13 +51,22 @@ pub struct RuntimeConfig {
     pub max_queued_calls: usize,
     /// Use wasmtime's pooling allocator (pre-reserved slots: fast instantiation).
     pub pooling: bool,
-    /// Bytes at the start of each pooled memory and table that are reset with `memset` when a
-    /// slot is reused, instead of being handed back to the kernel (see docs/benchmarks.md).
+    /// Bytes of each pooled memory (and up to a page of each table) that are reset with
+    /// `memset` when a slot is reused, instead of being handed back to the kernel: the pages the
+    /// last call dirtied with `pool_pagemap_scan`, else the first bytes (see docs/benchmarks.md).
     pub pool_keep_resident_bytes: usize,
     /// How many pooled memories and tables are handed back to the kernel in one batch: each
     /// batch costs one round of TLB shootdowns across CPUs instead of one per call (see
     /// docs/benchmarks.md). A slot waiting in a batch is not reused before it is reset.
     pub pool_decommit_batch: usize,
+    /// Find the pages a call dirtied with Linux's `PAGEMAP_SCAN` (kernel 6.7+; ignored where it
+    /// is missing) and reset only those, up to `pool_keep_resident_bytes` anywhere in the
+    /// memory, instead of the first `pool_keep_resident_bytes` bytes whether used or not.
+    pub pool_pagemap_scan: bool,
+    /// Where compiled components are kept on disk (`runtime/artifacts.rs`), so a restart
+    /// loads them instead of compiling again; `None` keeps none. `wasmrpc serve` uses
+    /// `artifacts/` in its data directory.
+    pub artifact_cache: Option<std::path::PathBuf>,
 }
 
 impl Default for RuntimeConfig {
@@ -81,8 +90,10 @@ impl Default for RuntimeConfig {
             max_concurrent_calls: 64,
             max_queued_calls: 4096,
             pooling: true,
-            pool_keep_resident_bytes: 64 << 10,
+            pool_keep_resident_bytes: 1 << 20,
             pool_decommit_batch: 8,
+            pool_pagemap_scan: true,
+            artifact_cache: None,
         }
     }
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::config::{EPOCH_TICK, RuntimeConfig};
 
@@ -12,6 +12,9 @@ use super::config::{EPOCH_TICK, RuntimeConfig};
 fn async_stack_size(config: &RuntimeConfig) -> usize {
     config.max_wasm_stack + (1 << 20)
 }
+
+/// Bytes of each pooled table reset in place: one page.
+const TABLE_KEEP_RESIDENT: usize = 4096;
 
 /// The wasmtime configuration for `config`: component model, async calls, epoch interruption,
 /// stack limit, and (by default) the pooling allocator sized for the concurrency limit.
@@ -51,8 +54,15 @@ pub fn engine_config(config: &RuntimeConfig) -> Config {
             // Reset the first pages of a reused slot with memset instead of madvise: cheaper for
             // the small heaps most calls touch, and just as clean (see the marker test).
             .linear_memory_keep_resident(config.pool_keep_resident_bytes)
-            .table_keep_resident(config.pool_keep_resident_bytes)
-            .decommit_batch_size(config.pool_decommit_batch.max(1));
+            // A guest's tables mostly fit one page: one page reset with memset, no
+            // PAGEMAP_SCAN ioctl per table (which a larger value would ask for).
+            .table_keep_resident(config.pool_keep_resident_bytes.min(TABLE_KEEP_RESIDENT))
+            .decommit_batch_size(config.pool_decommit_batch.max(1))
+            .pagemap_scan(if config.pool_pagemap_scan {
+                Enabled::Auto
+            } else {
+                Enabled::No
+            });
         c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
     c

@@ -7,6 +7,7 @@
 //! This room never sees HTTP or storage, and decides nothing about how many calls run at once:
 //! whoever calls it holds a slot from [`crate::admission`].
 
+pub mod artifacts;
 mod bindings;
 pub mod compiler;
 mod compiles;
@@ -31,6 +32,7 @@ pub use config::{Compiler, RuntimeConfig};
 pub use failure::GuestFailure;
 pub use validate::UploadError;
 
+use artifacts::ArtifactCache;
 use bindings::TensorFunctionPre;
 use compiles::{ABANDONED_COMPILES_MAX, COMPILES_AT_ONCE, CompileGate, CompilePermit, GateError};
 use epoch::EpochTicker;
@@ -102,6 +104,7 @@ pub struct Runtime {
     linker: Linker<CallState>,
     config: RuntimeConfig,
     compiles: CompileGate,
+    artifacts: Option<ArtifactCache>,
     _ticker: EpochTicker,
 }
 
@@ -130,11 +133,18 @@ impl Runtime {
             |s| s,
         )
         .map_err(|e| anyhow::anyhow!("linking the log interface: {e:?}"))?;
+        let artifacts = match &config.artifact_cache {
+            None => None,
+            Some(dir) => Some(ArtifactCache::open(dir, &engine).map_err(|e| {
+                anyhow::anyhow!("opening the artifact cache {}: {e}", dir.display())
+            })?),
+        };
         let ticker = EpochTicker::start(engine.clone());
         Ok(Runtime {
             engine,
             linker,
             compiles: CompileGate::new(COMPILES_AT_ONCE, ABANDONED_COMPILES_MAX),
+            artifacts,
             config,
             _ticker: ticker,
         })
@@ -154,45 +164,86 @@ impl Runtime {
     pub async fn compile(&self, bytes: Arc<Vec<u8>>) -> Result<Compiled, UploadError> {
         validate::check_bytes(&bytes, self.config.max_component_bytes)?;
         validate::check_static_limits(&bytes, self.config.memory_per_call)?;
+        let cached = self
+            .artifacts
+            .as_ref()
+            .map(|cache| (cache, ArtifactCache::digest(&bytes)));
+        if let Some((cache, source)) = &cached
+            && let Some(artifact) = cache.get(source)
+        {
+            match self.deserialize(&artifact) {
+                Ok(component) => return self.prepare(&component, bytes.len()),
+                // Made by another build of the same settings, say: compile it again below.
+                Err(_) => cache.remove(source),
+            }
+        }
         let permit = self.compiles.enter().await.map_err(|e| match e {
             GateError::Closed => UploadError::Internal("runtime is shutting down".into()),
             GateError::Busy { abandoned } => UploadError::CompilesBusy { abandoned },
         })?;
         let component = match &self.config.compiler {
-            Compiler::InProcess => self.compile_in_process(bytes.clone(), permit).await?,
+            Compiler::InProcess => {
+                let component = self.compile_in_process(bytes.clone(), permit).await?;
+                if let Some((cache, source)) = &cached
+                    && let Ok(artifact) = component.serialize()
+                {
+                    cache.put(source, &artifact);
+                }
+                component
+            }
             Compiler::ChildProcess { program } => {
                 let artifact = compiler::compile_in_child(program, &self.config, &bytes).await;
                 // The child has exited (or been killed): its slot and thread are free.
                 drop(permit);
                 let artifact = artifact?;
-                // SAFETY: the artifact was made by `wasmrpc __compile` from this same binary
-                // family with this engine's settings, never by a tenant (uploads of
-                // precompiled artifacts are refused by `check_bytes`), and it comes over a pipe
-                // from the child, not from storage anyone else can write. deserialize checks
-                // the engine's compatibility and refuses a mismatch.
-                unsafe { Component::deserialize(&self.engine, &artifact) }.map_err(|e| {
-                    let message = format!("{e:#}");
-                    // The pool's per-instance limits are checked here, as `Component::new`
-                    // would: the component's fault. Anything else is the server's own.
-                    if message.contains("pooling allocator") {
-                        UploadError::Invalid(message)
-                    } else {
-                        UploadError::Internal(format!("loading the compiled component: {message}"))
-                    }
-                })?
+                let component = self.deserialize(&artifact)?;
+                if let Some((cache, source)) = &cached {
+                    cache.put(source, &artifact);
+                }
+                component
             }
         };
-        validate::check_imports(&component, &self.engine)?;
+        self.prepare(&component, bytes.len())
+    }
+
+    /// Load an artifact of this server's own compiler: from the `__compile` child, or from the
+    /// artifact cache, where only this server writes what that child or `serialize` made.
+    fn deserialize(&self, artifact: &[u8]) -> Result<Component, UploadError> {
+        // SAFETY: the artifact was made by `wasmrpc __compile` (or `Component::serialize`) of
+        // this same binary family with this engine's settings, never by a tenant (uploads of
+        // precompiled artifacts are refused by `check_bytes`); it comes over a pipe from the
+        // child, or from the server's own artifact cache, whose files are checked against the
+        // sha256 stored with them. deserialize checks the engine's compatibility and refuses a
+        // mismatch.
+        unsafe { Component::deserialize(&self.engine, artifact) }.map_err(|e| {
+            let message = format!("{e:#}");
+            // The pool's per-instance limits are checked here, as `Component::new` would: the
+            // component's fault. Anything else is the server's own.
+            if message.contains("pooling allocator") {
+                UploadError::Invalid(message)
+            } else {
+                UploadError::Internal(format!("loading the compiled component: {message}"))
+            }
+        })
+    }
+
+    /// The last checks of a compiled component (its imports, its world), ready to instantiate.
+    fn prepare(&self, component: &Component, size: usize) -> Result<Compiled, UploadError> {
+        validate::check_imports(component, &self.engine)?;
         let instance_pre = self
             .linker
-            .instantiate_pre(&component)
+            .instantiate_pre(component)
             .map_err(|e| UploadError::Invalid(format!("{e:#}")))?;
         let pre = TensorFunctionPre::new(instance_pre)
             .map_err(|e| UploadError::WrongWorld(format!("{e:#}")))?;
-        Ok(Compiled {
-            pre,
-            size: bytes.len(),
-        })
+        Ok(Compiled { pre, size })
+    }
+
+    /// Delete the compiled artifact of a component nothing refers to any more.
+    pub fn forget_artifact(&self, source: &artifacts::SourceDigest) {
+        if let Some(cache) = &self.artifacts {
+            cache.remove(source);
+        }
     }
 
     /// Compile on a thread of this process. It cannot be stopped: past its timeout the upload

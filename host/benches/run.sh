@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The performance table of docs/benchmarks.md in one command: builds in release, installs the
+# load generators (wrk and h2load, from Debian's packages) when missing, then prints every row
+# as measured value, target and pass/fail, each side by side with its baseline in the same run:
+#
+#   P1, P2   host/benches/wrk.sh: the wasmrpc binary and the native baseline server under wrk
+#   P3-P10   host/benches/rows.rs: in process and against the real embedded server
+#
+#   bash host/benches/run.sh                       # the whole table: ~6 minutes once built
+#   WRK_SECONDS=10 WRK_ROUNDS=5 bash host/benches/run.sh
+#   ROWS_METHODS=200 ROWS_MANY=2000 bash host/benches/run.sh   # smaller P6 and P8, quicker
+#
+# P6 registers 1,000 distinct components first (each compiled once: most of the run).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+for tool in wrk:wrk h2load:nghttp2-client; do
+    if ! command -v "${tool%%:*}" >/dev/null; then
+        echo "installing ${tool#*:} from Debian's packages" >&2
+        if [ "$(id -u)" = 0 ]; then apt-get install -y "${tool#*:}" >&2; else sudo apt-get install -y "${tool#*:}" >&2; fi
+    fi
+done
+rustup target add wasm32-wasip2 >&2
+cargo bench -p wasmrpc-host --bench rows --no-run >&2
+
+echo "== P1, P2: HTTP/1.1 under wrk"
+WRK_SECONDS=${WRK_SECONDS:-5} WRK_ROUNDS=${WRK_ROUNDS:-3} bash host/benches/wrk.sh
+echo
+echo "== P3-P10"
+cargo bench -p wasmrpc-host --bench rows 2>/dev/null

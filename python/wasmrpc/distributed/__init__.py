@@ -1,0 +1,1 @@
+"""PaddlePaddle's ``paddle.distributed`` over wasmrpc: :mod:`wasmrpc.distributed.rpc`."""
