@@ -93,6 +93,7 @@ fn methods_survive_a_restart_and_a_kill_9() {
 /// and deleting the last method that uses a component deletes its artifact.
 #[test]
 fn a_restart_loads_compiled_artifacts_and_a_damaged_one_is_compiled_again() {
+    use sha2::Digest as _;
     use std::os::unix::fs::MetadataExt as _;
     let mut server = TestServer::start(&[]);
     let http = server.http();
@@ -126,22 +127,24 @@ fn a_restart_loads_compiled_artifacts_and_a_damaged_one_is_compiled_again() {
     );
 
     // A flipped byte: the artifact is refused, the component compiled again, the method works.
-    let mut bytes = std::fs::read(&artifact).unwrap();
-    let middle = bytes.len() / 2;
-    bytes[middle] ^= 0xff;
-    std::fs::write(&artifact, bytes).unwrap();
+    let intact_length = std::fs::metadata(&artifact).unwrap().len() as usize;
+    let mut damaged = std::fs::read(&artifact).unwrap();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0xff;
+    std::fs::write(&artifact, &damaged).unwrap();
     server.kill9_and_restart();
     let http = server.http();
     assert_eq!(
         outputs(&http.call("add", add_args(), 0))[0],
         tensor("int32", &[1], json!([5]))
     );
-    assert_ne!(
-        std::fs::metadata(&artifact).unwrap().ino(),
-        inode,
-        "written anew"
-    );
-
+    // Compiled and written anew: a whole file again, its checksum (the first 32 bytes, a
+    // sha256 of the rest) matching.
+    let rewritten = std::fs::read(&artifact).unwrap();
+    assert_ne!(rewritten, damaged, "the damaged file was replaced");
+    assert_eq!(rewritten.len(), intact_length);
+    let (sum, rest) = rewritten.split_at(32);
+    assert_eq!(sum, sha2::Sha256::digest(rest).as_slice());
     assert_eq!(http.delete("/v1/methods/add").status, 200);
     assert_eq!(files().len(), 1, "still used by add_again");
     assert_eq!(http.delete("/v1/methods/add_again").status, 200);
