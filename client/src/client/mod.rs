@@ -182,6 +182,11 @@ impl Client {
     pub fn address(&self) -> &str {
         self.inner.transport.base()
     }
+
+    /// The connection (the cluster's routes use it).
+    pub(crate) fn transport(&self) -> &Transport {
+        &self.inner.transport
+    }
 }
 
 /// Names are checked here with the contract's one rule, so a name the server would refuse is

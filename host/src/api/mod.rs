@@ -3,6 +3,7 @@
 
 mod auth;
 mod body;
+mod cluster;
 pub mod error;
 mod health;
 mod methods;
@@ -67,6 +68,8 @@ pub struct AppState {
     pub limits: HttpLimits,
     /// Who may do what: the keys, and the quotas.
     pub access: Access,
+    /// This server's cluster, if it is in one.
+    pub cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 /// The application: every route of the native API with its layers.
@@ -120,6 +123,8 @@ fn routes(state: &AppState) -> Routes {
         .post("/v1/tenants/{name}/keys", tenants::add_key)
         .delete("/v1/tenants/{name}/keys/{key_id}", tenants::revoke)
         .put("/v1/tenants/{name}/quota", tenants::set_quota)
+        .get("/v1/cluster/workers", cluster::workers)
+        .post("/v1/cluster/barriers/{name}", cluster::barrier)
         .get("/metrics", health::metrics)
         .map(|router| {
             router.route_layer(axum::middleware::from_fn_with_state(

@@ -29,6 +29,7 @@ impl From<DirectoryError> for ApiError {
             DirectoryError::Exists(_) => Code::AlreadyExists,
             DirectoryError::TooManyKeys(_) => Code::FailedPrecondition,
             DirectoryError::Invalid(_) => Code::InvalidArgument,
+            DirectoryError::Shared(_) => Code::Aborted,
             DirectoryError::Io(_) => return ApiError::internal(e),
         };
         ApiError::new(code, e.to_string())

@@ -47,6 +47,7 @@ fn state(dir: &tempfile::TempDir) -> AppState {
             ..HttpLimits::default()
         },
         access: Access::open(quota()),
+        cluster: None,
     }
 }
 

@@ -39,14 +39,17 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {
-        let app = App::build(config.clone())?;
-        for notice in &app.notices {
-            eprintln!("wasmrpc: {notice}");
-        }
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("binding {}", config.listen))?;
         let address = listener.local_addr()?;
+        let app = match &config.cluster {
+            None => App::build(config.clone())?,
+            Some(_) => App::build_in_cluster(config.clone(), address).await?,
+        };
+        for notice in &app.notices {
+            eprintln!("wasmrpc: {notice}");
+        }
         let scheme = if config.serve.tls.is_some() {
             "https"
         } else {

@@ -62,6 +62,23 @@ impl RegistrationIndex {
         }
     }
 
+    /// Forget one version of a name (a cluster store removes them one key at a time).
+    pub fn remove_version(&mut self, tenant: &TenantId, name: &str, version: u32) {
+        let Some(names) = self.tenants.get_mut(tenant) else {
+            return;
+        };
+        let removed = names.get_mut(name).and_then(|v| v.remove(&version));
+        if names.get(name).is_some_and(BTreeMap::is_empty) {
+            names.remove(name);
+        }
+        if names.is_empty() {
+            self.tenants.remove(tenant);
+        }
+        if let Some(r) = removed {
+            self.release(&r.tenant, &r.digest);
+        }
+    }
+
     fn release(&mut self, tenant: &TenantId, digest: &Digest) {
         if let Some(n) = self.digests.get_mut(digest) {
             *n -= 1;

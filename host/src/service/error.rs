@@ -63,6 +63,15 @@ pub enum ServiceError {
     /// Over one of the caller's quotas (the message names it and its value).
     #[error("{0}")]
     Quota(String),
+    /// Another worker of the cluster answered with this code and message (already fit for the
+    /// client), or could not be reached.
+    #[error("{message}")]
+    Remote {
+        /// The canonical code.
+        code: Code,
+        /// What the client may read.
+        message: String,
+    },
     /// Past the caller's calls-per-second quota.
     #[error(
         "quota calls_per_second ({per_second}) reached; try again in {} ms",
@@ -103,10 +112,13 @@ impl ServiceError {
             ServiceError::Admission(AdmissionError::WaitedPastDeadline { .. }) => {
                 Code::DeadlineExceeded
             }
+            ServiceError::Remote { code, .. } => *code,
             ServiceError::Unavailable(_)
-            | ServiceError::Store(RegistryError::Corrupt { .. } | RegistryError::MissingBlob(_)) => {
-                Code::Unavailable
-            }
+            | ServiceError::Store(
+                RegistryError::Corrupt { .. }
+                | RegistryError::MissingBlob(_)
+                | RegistryError::Unreachable(_),
+            ) => Code::Unavailable,
             ServiceError::Store(_) if self.server_ran_out_of().is_some() => Code::ResourceExhausted,
             ServiceError::Store(_) => Code::Internal,
         }
@@ -161,6 +173,7 @@ impl ServiceError {
                 RegistryError::Corrupt { .. }
                     | RegistryError::MissingBlob(_)
                     | RegistryError::Quota(_)
+                    | RegistryError::Unreachable(_)
             ),
             _ => false,
         };

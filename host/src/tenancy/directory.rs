@@ -71,6 +71,21 @@ pub enum DirectoryError {
     /// Writing the directory to disk failed.
     #[error("saving the tenant directory failed: {0}")]
     Io(#[from] std::io::Error),
+    /// The cluster's shared copy changed meanwhile (another worker's change), or cannot be
+    /// reached; nothing was changed.
+    #[error("{0}")]
+    Shared(String),
+}
+
+/// Where a cluster keeps the one directory its workers share: every change is published there
+/// before it takes effect here, and fails when another worker changed the directory first.
+pub trait SharedDirectory: Send + Sync + 'static {
+    /// Publish `bytes` (the stored directory) as the next version after the last one this worker
+    /// saw.
+    ///
+    /// # Errors
+    /// Another worker published first, or the store cannot be reached (the message says which).
+    fn publish(&self, bytes: &[u8]) -> Result<(), String>;
 }
 
 /// One key as stored: never the key itself.
@@ -165,6 +180,8 @@ pub struct TenantDirectory {
     state: RwLock<State>,
     /// Serialises changes together with the file write that makes them durable.
     writes: Mutex<()>,
+    /// The cluster's shared copy, when the server is a worker of one.
+    shared: std::sync::OnceLock<Box<dyn SharedDirectory>>,
 }
 
 impl std::fmt::Debug for TenantDirectory {
@@ -224,7 +241,45 @@ impl TenantDirectory {
             limits,
             state: RwLock::new(state),
             writes: Mutex::new(()),
+            shared: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Share this directory with a cluster: from now on every change is published to `shared`
+    /// first. Returns the directory as stored (what to publish when the cluster has none yet).
+    pub fn share(&self, shared: Box<dyn SharedDirectory>) -> Vec<u8> {
+        let _writing = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = self.shared.set(shared);
+        stored_bytes(&self.read().tenants)
+    }
+
+    /// Take `bytes`, the directory as another worker published it, as this one's (and keep it in
+    /// the local file too, for a restart without the cluster).
+    ///
+    /// # Errors
+    /// Bytes that are not a tenant directory of a format this build reads; the file write.
+    pub fn adopt(&self, bytes: &[u8]) -> Result<(), DirectoryError> {
+        let stored: StoredDirectory = serde_json::from_slice(bytes)
+            .map_err(|e| DirectoryError::Shared(format!("the shared tenant directory: {e}")))?;
+        if stored.format > 1 {
+            return Err(DirectoryError::Shared(format!(
+                "the shared tenant directory is of format {}, written by a newer wasmrpc",
+                stored.format
+            )));
+        }
+        let _writing = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut next = State {
+            tenants: stored
+                .tenants
+                .into_iter()
+                .map(|t| (t.name.clone(), t))
+                .collect(),
+            keys: HashMap::new(),
+        };
+        write_atomically(&self.path, &stored_bytes(&next.tenants))?;
+        next.index_keys();
+        *self.state.write().unwrap_or_else(PoisonError::into_inner) = next;
+        Ok(())
     }
 
     /// Who `authorization` (the header's value, if any) belongs to.
@@ -424,18 +479,24 @@ impl TenantDirectory {
             keys: HashMap::new(),
         };
         f(&mut next)?;
-        let stored = StoredDirectory {
-            format: 1,
-            tenants: next.tenants.values().cloned().collect(),
-        };
-        write_atomically(
-            &self.path,
-            &serde_json::to_vec_pretty(&stored).expect("serialises"),
-        )?;
+        let bytes = stored_bytes(&next.tenants);
+        if let Some(shared) = self.shared.get() {
+            shared.publish(&bytes).map_err(DirectoryError::Shared)?;
+        }
+        write_atomically(&self.path, &bytes)?;
         next.index_keys();
         *self.state.write().unwrap_or_else(PoisonError::into_inner) = next;
         Ok(())
     }
+}
+
+/// The stored form of `tenants`.
+fn stored_bytes(tenants: &BTreeMap<String, StoredTenant>) -> Vec<u8> {
+    let stored = StoredDirectory {
+        format: 1,
+        tenants: tenants.values().cloned().collect(),
+    };
+    serde_json::to_vec_pretty(&stored).expect("serialises")
 }
 
 fn stored_key(new: &NewKey) -> StoredKey {

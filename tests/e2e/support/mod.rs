@@ -3,6 +3,7 @@
 pub mod compose;
 pub mod guests;
 pub mod http;
+pub mod nats;
 pub mod server;
 
 pub use guests::guest;

@@ -1,0 +1,96 @@
+//! Barriers across the processes of a cluster (Paddle's `shutdown`): each member puts its key in
+//! the key-value bucket `wasmrpc_barriers` and waits, watching the barrier's keys, until `count`
+//! distinct members have arrived.
+//!
+//! Keys expire after [`BARRIER_TTL`], after which a barrier's name can be used again.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use async_nats::jetstream::kv::{self, Operation};
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+
+use super::ClusterError;
+use crate::tenancy::TenantId;
+
+/// The bucket of barrier arrivals.
+pub const BUCKET: &str = "wasmrpc_barriers";
+/// How long an arrival is kept.
+pub const BARRIER_TTL: Duration = Duration::from_secs(60);
+
+/// The barrier bucket (created on first use).
+///
+/// # Errors
+/// JetStream is not reachable.
+pub async fn bucket(
+    js: &async_nats::jetstream::Context,
+    replicas: usize,
+) -> Result<kv::Store, ClusterError> {
+    js.create_or_update_key_value(kv::Config {
+        bucket: BUCKET.to_owned(),
+        description: "wasmrpc: arrivals at barriers".to_owned(),
+        history: 1,
+        max_age: BARRIER_TTL,
+        num_replicas: replicas,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| ClusterError::nats("creating the barriers bucket", e))
+}
+
+/// Why a barrier could not be passed.
+#[derive(Debug, thiserror::Error)]
+pub enum BarrierError {
+    /// NATS failed.
+    #[error("{0}")]
+    Nats(String),
+}
+
+/// Arrive at barrier `name` of `tenant` as `member`; returns the members that arrived once there
+/// are `count` of them. The caller bounds the wait.
+///
+/// # Errors
+/// NATS failed.
+pub async fn arrive(
+    kv: &kv::Store,
+    tenant: &TenantId,
+    name: &str,
+    member: &str,
+    count: usize,
+) -> Result<Vec<String>, BarrierError> {
+    let prefix = format!("{}.{}", hex::encode(tenant.as_str()), hex::encode(name));
+    // Watch first, so no arrival between the put and the watch is missed.
+    let mut arrivals = kv
+        .watch_with_history(format!("{prefix}.*"))
+        .await
+        .map_err(|e| BarrierError::Nats(e.to_string()))?;
+    kv.put(format!("{prefix}.{}", hex::encode(member)), Bytes::new())
+        .await
+        .map_err(|e| BarrierError::Nats(e.to_string()))?;
+    let mut seen = BTreeSet::new();
+    while let Some(entry) = arrivals.next().await {
+        let entry = entry.map_err(|e| BarrierError::Nats(e.to_string()))?;
+        let Some(who) = entry
+            .key
+            .rsplit('.')
+            .next()
+            .and_then(|h| hex::decode(h).ok())
+            .and_then(|b| String::from_utf8(b).ok())
+        else {
+            continue;
+        };
+        match entry.operation {
+            Operation::Put => {
+                seen.insert(who);
+            }
+            Operation::Delete | Operation::Purge => {
+                seen.remove(&who);
+            }
+        }
+        if seen.len() >= count {
+            return Ok(seen.into_iter().collect());
+        }
+    }
+    Err(BarrierError::Nats("the barrier's watch ended".into()))
+}

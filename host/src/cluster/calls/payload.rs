@@ -1,0 +1,81 @@
+//! Message bodies: inline, or (over the NATS server's max payload) through the payload store;
+//! and what a reply comes to.
+
+use async_nats::HeaderMap;
+use bytes::Bytes;
+use tokio::io::AsyncReadExt as _;
+use wasmrpc_proto::{Code, Tensor};
+
+use super::{CODE, Calls, HEADER_ROOM, MESSAGE, OBJECT, header};
+use crate::cluster::members::subject_token;
+use crate::cluster::wire;
+use crate::service::ServiceError;
+
+impl Calls {
+    /// The body to send: `body` itself, or (over the max payload) an empty one, the bytes put in
+    /// the payload store under a name the headers give.
+    pub(super) async fn outgoing(
+        &self,
+        headers: &mut HeaderMap,
+        body: &Bytes,
+    ) -> Result<Bytes, ServiceError> {
+        let max = self.client.server_info().max_payload;
+        if body.len() + HEADER_ROOM <= max {
+            return Ok(body.clone());
+        }
+        let name = format!(
+            "{}-{}",
+            subject_token(&self.me),
+            hex::encode(crate::cluster::rand_id())
+        );
+        let mut reader: &[u8] = body;
+        self.payloads
+            .put(name.as_str(), &mut reader)
+            .await
+            .map_err(|e| ServiceError::Unavailable(format!("storing a large call body: {e}")))?;
+        headers.insert(OBJECT, name.as_str());
+        Ok(Bytes::new())
+    }
+
+    /// The body of a received message: its payload, or the object it names (deleted once read).
+    pub(super) async fn incoming(&self, msg: &async_nats::Message) -> Result<Bytes, String> {
+        let Some(name) = header(msg, OBJECT) else {
+            return Ok(msg.payload.clone());
+        };
+        let mut object = self
+            .payloads
+            .get(&name)
+            .await
+            .map_err(|e| format!("fetching a large call body: {e}"))?;
+        let mut bytes = Vec::new();
+        object
+            .read_to_end(&mut bytes)
+            .await
+            .map_err(|e| format!("fetching a large call body: {e}"))?;
+        if let Err(e) = self.payloads.delete(&name).await {
+            tracing::warn!(error = %e, "could not delete a read call body; it expires by itself");
+        }
+        Ok(Bytes::from(bytes))
+    }
+
+    /// A reply's outcome.
+    pub(super) async fn answer(
+        &self,
+        msg: async_nats::Message,
+    ) -> Result<Vec<Tensor>, ServiceError> {
+        let code = header(&msg, CODE).unwrap_or_default();
+        if code != "OK" {
+            let code = code.parse::<Code>().unwrap_or(Code::Unknown);
+            let message = header(&msg, MESSAGE).unwrap_or_default();
+            return Err(ServiceError::Remote { code, message });
+        }
+        let body = self
+            .incoming(&msg)
+            .await
+            .map_err(ServiceError::Unavailable)?;
+        wire::decode(&body).map_err(|e| ServiceError::Remote {
+            code: Code::Internal,
+            message: e.to_string(),
+        })
+    }
+}

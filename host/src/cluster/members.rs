@@ -1,0 +1,346 @@
+//! Membership: each worker's [`WorkerInfo`] in the key-value bucket `wasmrpc_workers`, refreshed by a
+//! heartbeat; a worker whose heartbeat stops is gone after [`MEMBER_TTL`].
+//!
+//! Joining is a compare-and-set create of the worker's name, so a name is held by one live worker at
+//! a time. The bucket's max age drops an entry nobody refreshes, which frees the name; the live view
+//! of the members ([`Members`]) comes from a watch of the bucket and counts a member as present
+//! while its last heartbeat is younger than the TTL.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::kv::{self, CreateErrorKind, Operation};
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+
+use super::ClusterError;
+
+/// The bucket of worker infos.
+pub const BUCKET: &str = "wasmrpc_workers";
+/// How often a worker refreshes its entry.
+pub const HEARTBEAT: Duration = Duration::from_secs(1);
+/// How long a worker counts as present after its last heartbeat: three missed beats.
+pub const MEMBER_TTL: Duration = Duration::from_secs(3);
+
+/// What the cluster knows of one worker (Paddle's `WorkerInfo`, plus where it serves HTTP).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WorkerInfo {
+    /// Its unique name.
+    pub name: String,
+    /// Its rank (given at start, or 0).
+    pub rank: u32,
+    /// The address it serves HTTP on.
+    pub ip: String,
+    /// The port it serves HTTP on.
+    pub port: u16,
+    /// When it joined, milliseconds since the Unix epoch.
+    pub joined_ms: u64,
+    /// A random id of this process, so a worker never mistakes a successor's entry for its own.
+    pub instance: String,
+    /// It is leaving: it takes no new calls, and finishes those it runs.
+    #[serde(default)]
+    pub draining: bool,
+}
+
+/// Whether `name` may name a worker: 1 to 64 of `A-Z a-z 0-9 - _ /` (it is a NATS subject token
+/// and a key of the bucket; `/` allows TensorFlow's `job/task` names).
+pub fn is_valid_worker_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'/'))
+}
+
+/// A worker name as one key of the bucket and one token of a subject: `/` becomes `=`.
+pub fn subject_token(name: &str) -> String {
+    name.replace('/', "=")
+}
+
+fn key_of(name: &str) -> String {
+    subject_token(name)
+}
+
+/// The live view of the cluster's members, fed by a watch of the bucket.
+#[derive(Debug, Default)]
+pub struct Members {
+    seen: RwLock<HashMap<String, (WorkerInfo, Instant)>>,
+}
+
+impl Members {
+    /// Every worker whose last heartbeat is younger than [`MEMBER_TTL`] (draining ones included),
+    /// sorted by rank, then name.
+    pub fn live(&self) -> Vec<WorkerInfo> {
+        let seen = self
+            .seen
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut out: Vec<WorkerInfo> = seen
+            .values()
+            .filter(|(_, at)| at.elapsed() < MEMBER_TTL)
+            .map(|(info, _)| info.clone())
+            .collect();
+        out.sort_by(|a, b| (a.rank, &a.name).cmp(&(b.rank, &b.name)));
+        out
+    }
+
+    /// The live workers that take new calls (not draining).
+    pub fn serving(&self) -> Vec<WorkerInfo> {
+        let mut live = self.live();
+        live.retain(|w| !w.draining);
+        live
+    }
+
+    /// The live worker named `name` (maybe draining).
+    pub fn get(&self, name: &str) -> Option<WorkerInfo> {
+        let seen = self
+            .seen
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.get(name)
+            .filter(|(_, at)| at.elapsed() < MEMBER_TTL)
+            .map(|(info, _)| info.clone())
+    }
+
+    fn saw(&self, info: WorkerInfo, at: Instant) {
+        let mut seen = self
+            .seen
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.insert(info.name.clone(), (info, at));
+    }
+
+    fn left(&self, key: &str) {
+        let mut seen = self
+            .seen
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.retain(|name, _| key_of(name) != key);
+    }
+}
+
+/// The bucket of worker infos (created on first use; every worker asks with the same settings).
+///
+/// # Errors
+/// JetStream is not enabled or not reachable.
+pub async fn bucket(
+    js: &async_nats::jetstream::Context,
+    replicas: usize,
+) -> Result<kv::Store, ClusterError> {
+    js.create_or_update_key_value(kv::Config {
+        bucket: BUCKET.to_owned(),
+        description: "wasmrpc: one entry per live worker, refreshed by its heartbeat".to_owned(),
+        history: 1,
+        max_age: MEMBER_TTL,
+        num_replicas: replicas,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| ClusterError::nats("creating the workers bucket", e))
+}
+
+/// Keep `members` up to date from the bucket until the watch ends (the connection closed).
+pub async fn watch(kv: kv::Store, members: Arc<Members>) {
+    loop {
+        let mut entries = match kv.watch_with_history(">").await {
+            Ok(entries) => entries,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch the workers bucket; retrying");
+                tokio::time::sleep(HEARTBEAT).await;
+                continue;
+            }
+        };
+        while let Some(entry) = entries.next().await {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    tracing::warn!(error = %e, "the workers watch failed; restarting it");
+                    break;
+                }
+            };
+            match entry.operation {
+                Operation::Put => match serde_json::from_slice::<WorkerInfo>(&entry.value) {
+                    Ok(info) => {
+                        // A change seen as it happens counts from now, by this machine's clock
+                        // alone. An entry from before the watch counts from when it was written
+                        // (by the NATS server's clock): a clock skew then only delays a live
+                        // worker's appearance until its next heartbeat.
+                        let at = if entry.seen_current {
+                            Instant::now()
+                        } else {
+                            let age = time_since(entry.created);
+                            Instant::now().checked_sub(age).unwrap_or_else(Instant::now)
+                        };
+                        members.saw(info, at);
+                    }
+                    Err(e) => tracing::warn!(key = entry.key, error = %e, "unreadable worker info"),
+                },
+                Operation::Delete | Operation::Purge => members.left(&entry.key),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn time_since(created: async_nats::datetime::DateTime) -> Duration {
+    let now = std::time::SystemTime::now();
+    let created = std::time::SystemTime::UNIX_EPOCH
+        + Duration::from_nanos(u64::try_from(created.unix_timestamp_nanos()).unwrap_or(0));
+    now.duration_since(created).unwrap_or_default()
+}
+
+/// This worker's hold on its name: refreshed every [`HEARTBEAT`] until [`Membership::leave`].
+#[derive(Debug)]
+pub struct Membership {
+    kv: kv::Store,
+    info: WorkerInfo,
+    /// What the heartbeat writes: the info, then (when leaving) the info marked draining.
+    value: Arc<RwLock<Bytes>>,
+    /// Wakes the heartbeat at once (the value changed).
+    beat_now: Arc<tokio::sync::Notify>,
+    /// Set when another worker took this worker's name (after this one was cut off from NATS
+    /// longer than the TTL): from then on this worker must not answer for the name.
+    lost: Arc<std::sync::atomic::AtomicBool>,
+    heartbeat: tokio::task::JoinHandle<()>,
+}
+
+impl Membership {
+    /// Take `info.name` in the bucket. A name held by a live worker stays taken; one whose holder
+    /// died frees within [`MEMBER_TTL`], so joining waits that long for it before giving up.
+    ///
+    /// # Errors
+    /// [`ClusterError::NameTaken`] when a live worker holds the name; NATS failures.
+    pub async fn join(kv: kv::Store, info: WorkerInfo) -> Result<Membership, ClusterError> {
+        let key = key_of(&info.name);
+        let value = Bytes::from(serde_json::to_vec(&info).expect("a worker info serialises"));
+        let give_up = Instant::now() + MEMBER_TTL + HEARTBEAT * 2;
+        let revision = loop {
+            match kv.create(&key, value.clone()).await {
+                Ok(revision) => break revision,
+                Err(e) if e.kind() == CreateErrorKind::AlreadyExists => {
+                    if Instant::now() >= give_up {
+                        let holder = kv
+                            .get(&key)
+                            .await
+                            .ok()
+                            .flatten()
+                            .and_then(|v| serde_json::from_slice::<WorkerInfo>(&v).ok());
+                        return Err(ClusterError::NameTaken {
+                            name: info.name.clone(),
+                            holder: holder.map(|h| format!("{}:{}", h.ip, h.port)),
+                        });
+                    }
+                    tokio::time::sleep(HEARTBEAT / 4).await;
+                }
+                Err(e) => return Err(ClusterError::nats("joining the workers bucket", e)),
+            }
+        };
+        let value = Arc::new(RwLock::new(value));
+        let beat_now = Arc::new(tokio::sync::Notify::new());
+        let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let heartbeat = tokio::spawn(beat(
+            kv.clone(),
+            key,
+            value.clone(),
+            beat_now.clone(),
+            revision,
+            info.instance.clone(),
+            lost.clone(),
+        ));
+        Ok(Membership {
+            kv,
+            info,
+            value,
+            beat_now,
+            lost,
+            heartbeat,
+        })
+    }
+
+    /// Whether another worker has taken this worker's name (see [`Membership::join`]).
+    pub fn lost(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.lost.clone()
+    }
+
+    /// This worker's info.
+    pub fn info(&self) -> &WorkerInfo {
+        &self.info
+    }
+
+    /// Say that this worker is leaving: other workers send it no new calls, and still wait for
+    /// those it runs (its heartbeat goes on).
+    pub fn drain(&self) {
+        let info = WorkerInfo {
+            draining: true,
+            ..self.info.clone()
+        };
+        *self
+            .value
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Bytes::from(serde_json::to_vec(&info).expect("a worker info serialises"));
+        self.beat_now.notify_one();
+    }
+
+    /// Stop the heartbeat and remove the entry: the name is free at once.
+    pub async fn leave(&self) {
+        self.heartbeat.abort();
+        if let Err(e) = self.kv.delete(key_of(&self.info.name)).await {
+            tracing::warn!(error = %e, "could not remove this worker's entry; it expires by itself");
+        }
+    }
+}
+
+/// Refresh the entry every [`HEARTBEAT`] (and when woken), re-taking it after NATS lost it.
+async fn beat(
+    kv: kv::Store,
+    key: String,
+    value: Arc<RwLock<Bytes>>,
+    now: Arc<tokio::sync::Notify>,
+    mut revision: u64,
+    instance: String,
+    lost: Arc<std::sync::atomic::AtomicBool>,
+) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(HEARTBEAT) => {}
+            () = now.notified() => {}
+        }
+        let current = value
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        match kv.update(&key, current.clone(), revision).await {
+            Ok(r) => revision = r,
+            Err(e) => {
+                // NATS was down, or the entry expired meanwhile: take the name again unless
+                // another worker did.
+                tracing::warn!(error = %e, "heartbeat failed");
+                if let Ok(r) = kv.create(&key, current).await {
+                    revision = r;
+                } else if let Ok(Some(entry)) = kv.entry(&key).await {
+                    match serde_json::from_slice::<WorkerInfo>(&entry.value) {
+                        Ok(i) if i.instance == instance => revision = entry.revision,
+                        Ok(_) => {
+                            tracing::error!(
+                                key,
+                                "another worker took this worker's name while it was cut off \
+                                 from NATS: it no longer answers calls for it; restart it"
+                            );
+                            lost.store(true, std::sync::atomic::Ordering::Release);
+                            return;
+                        }
+                        Err(_) => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Membership {
+    fn drop(&mut self) {
+        self.heartbeat.abort();
+    }
+}

@@ -1,0 +1,316 @@
+//! Past one machine: workers that share one NATS server (or NATS cluster) with JetStream form a
+//! wasmrpc cluster (`wasmrpc serve --cluster nats://HOST:PORT --name W`).
+//!
+//! [`members`] keeps the list of live workers, [`store`] is the module store every worker shares,
+//! [`calls`] carries calls between workers, in the binary encoding of [`wire`]. docs/cluster.md
+//! describes the subjects, buckets and failure handling.
+
+pub mod barrier;
+pub mod calls;
+pub mod members;
+pub mod store;
+pub mod tenants;
+pub mod wire;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::ServerAddr;
+
+pub use members::WorkerInfo;
+use members::{Members, Membership};
+pub use store::NatsRegistry;
+
+use crate::service::Service;
+
+/// How long joining waits for NATS to be reachable and JetStream available (a NATS cluster
+/// electing its leader).
+const JETSTREAM_WAIT: Duration = Duration::from_secs(30);
+
+/// How this server joins a cluster (`--cluster`, `--name`, `--rank`, `--advertise`).
+#[derive(Debug, Clone)]
+pub struct ClusterSettings {
+    /// NATS server URLs, comma-separated (`nats://host:4222,nats://other:4222`).
+    pub urls: String,
+    /// This worker's unique name.
+    pub name: String,
+    /// Its rank.
+    pub rank: u32,
+    /// The `host:port` other machines reach its HTTP port at (default: the listen address).
+    pub advertise: Option<String>,
+    /// Replicas of the buckets (1 for a single NATS server; up to the NATS cluster's size).
+    pub replicas: usize,
+}
+
+/// Why joining or working in the cluster failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// NATS or JetStream refused or failed an operation.
+    #[error("{what}: {reason}")]
+    Nats {
+        /// What was being done.
+        what: &'static str,
+        /// NATS's own words.
+        reason: String,
+    },
+    /// A live worker already holds this name.
+    #[error(
+        "the worker name `{name}` is taken by a live worker{}: choose another --name, or stop that \
+         worker (a dead worker's name frees within a few seconds)",
+        .holder.as_ref().map(|h| format!(" (serving {h})")).unwrap_or_default()
+    )]
+    NameTaken {
+        /// The name.
+        name: String,
+        /// Where its holder serves HTTP.
+        holder: Option<String>,
+    },
+    /// A setting is not usable (the message says which and why).
+    #[error("{0}")]
+    Settings(String),
+    /// The shared store holds something this build cannot read.
+    #[error("the cluster's module store: {0}")]
+    Store(String),
+}
+
+impl ClusterError {
+    fn nats(what: &'static str, e: impl std::fmt::Display) -> ClusterError {
+        ClusterError::Nats {
+            what,
+            reason: e.to_string(),
+        }
+    }
+}
+
+/// This server's part in a cluster: its connection, its membership, the shared store, and the
+/// calls it serves for other workers.
+#[derive(Debug)]
+pub struct Cluster {
+    client: async_nats::Client,
+    js: async_nats::jetstream::Context,
+    members: Arc<Members>,
+    membership: Membership,
+    registry: NatsRegistry,
+    calls: Arc<calls::Calls>,
+    barriers: async_nats::jetstream::kv::Store,
+}
+
+impl Cluster {
+    /// Connect to NATS, open the shared store (loading every registration) and join as
+    /// `settings.name`, advertising `listen` (or `settings.advertise`) as the HTTP address.
+    ///
+    /// # Errors
+    /// Bad settings, NATS unreachable or without JetStream, a name a live worker holds.
+    pub async fn join(
+        settings: &ClusterSettings,
+        listen: SocketAddr,
+    ) -> Result<Cluster, ClusterError> {
+        if !members::is_valid_worker_name(&settings.name) {
+            return Err(ClusterError::Settings(format!(
+                "`{}` is not a worker name: 1 to 64 of A-Z a-z 0-9 - _ /",
+                settings.name
+            )));
+        }
+        let (ip, port) = advertised(settings.advertise.as_deref(), listen)?;
+        let addrs = settings
+            .urls
+            .split(',')
+            .map(|u| u.trim().parse::<ServerAddr>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| {
+                ClusterError::Settings(format!(
+                    "--cluster `{}` is not a NATS URL: {e}",
+                    settings.urls
+                ))
+            })?;
+        // NATS started alongside the workers may not listen yet, and a NATS cluster that has just
+        // started elects its JetStream leader first: both are waited for, within JETSTREAM_WAIT.
+        let give_up = std::time::Instant::now() + JETSTREAM_WAIT;
+        let client = loop {
+            let connected = async_nats::ConnectOptions::new()
+                .name(format!("wasmrpc {}", settings.name))
+                .connection_timeout(Duration::from_secs(5))
+                .connect(addrs.clone())
+                .await;
+            match connected {
+                Ok(client) => break client,
+                Err(e) if std::time::Instant::now() < give_up => {
+                    tracing::warn!(error = %e, "NATS is not reachable yet; trying again");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                Err(e) => return Err(ClusterError::nats("connecting to NATS", e)),
+            }
+        };
+        let js = async_nats::jetstream::new(client.clone());
+        let (registry, workers, barriers) = loop {
+            let opened = async {
+                Ok::<_, ClusterError>((
+                    NatsRegistry::open(&js, settings.replicas).await?,
+                    members::bucket(&js, settings.replicas).await?,
+                    barrier::bucket(&js, settings.replicas).await?,
+                ))
+            };
+            match opened.await {
+                Ok(opened) => break opened,
+                Err(e @ ClusterError::Nats { .. }) if std::time::Instant::now() < give_up => {
+                    tracing::warn!(error = %e, "JetStream is not ready yet; trying again");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let members = Arc::new(Members::default());
+        tokio::spawn(members::watch(workers.clone(), members.clone()));
+        let info = WorkerInfo {
+            name: settings.name.clone(),
+            rank: settings.rank,
+            ip,
+            port,
+            joined_ms: u64::try_from(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default()
+                    .as_millis(),
+            )
+            .unwrap_or(0),
+            instance: hex::encode(rand_id()),
+            draining: false,
+        };
+        let membership = Membership::join(workers, info).await?;
+        let calls = Arc::new(
+            calls::Calls::new(
+                client.clone(),
+                js.clone(),
+                settings.name.clone(),
+                members.clone(),
+                settings.replicas,
+                membership.lost(),
+            )
+            .await?,
+        );
+        tracing::info!(
+            name = settings.name,
+            rank = settings.rank,
+            "joined the cluster"
+        );
+        Ok(Cluster {
+            client,
+            js,
+            members,
+            membership,
+            registry,
+            calls,
+            barriers,
+        })
+    }
+
+    /// The shared module store.
+    pub fn registry(&self) -> NatsRegistry {
+        self.registry.clone()
+    }
+
+    /// Every live worker, by rank then name.
+    pub fn workers(&self) -> Vec<WorkerInfo> {
+        self.members.live()
+    }
+
+    /// This worker.
+    pub fn me(&self) -> &WorkerInfo {
+        self.membership.info()
+    }
+
+    /// Calls between workers.
+    pub fn calls(&self) -> &calls::Calls {
+        &self.calls
+    }
+
+    /// Arrive at barrier `name` of `tenant` as `member` and wait until `count` members have.
+    ///
+    /// # Errors
+    /// NATS failed.
+    pub async fn barrier(
+        &self,
+        tenant: &crate::tenancy::TenantId,
+        name: &str,
+        member: &str,
+        count: usize,
+    ) -> Result<Vec<String>, barrier::BarrierError> {
+        barrier::arrive(&self.barriers, tenant, name, member, count).await
+    }
+
+    /// Share `directory` (tenants and their keys) with the other workers.
+    ///
+    /// # Errors
+    /// NATS failed, or the cluster's copy is unreadable.
+    pub async fn share_tenants(
+        &self,
+        directory: Arc<crate::tenancy::TenantDirectory>,
+        replicas: usize,
+    ) -> Result<(), ClusterError> {
+        tenants::share(&self.js, replicas, directory).await
+    }
+
+    /// Serve calls other workers send here, with `service`.
+    ///
+    /// # Errors
+    /// NATS refused the subscription.
+    pub async fn serve(&self, service: Arc<Service>) -> Result<(), ClusterError> {
+        self.calls.serve(service).await
+    }
+
+    /// Leave: say so in the member list (nobody sends new calls here), stop taking calls,
+    /// finish those running (at most `drain`), then drop out of the list.
+    pub async fn leave(&self, drain: Duration) {
+        self.membership.drain();
+        self.calls.drain(drain).await;
+        // NATS may be down: leaving never waits for it long (the entry expires by itself).
+        if self.client.connection_state() != async_nats::connection::State::Connected {
+            tracing::warn!("NATS is not reachable; this worker's entry expires by itself");
+            return;
+        }
+        if tokio::time::timeout(calls::NATS_STEP, self.membership.leave())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "NATS did not confirm this worker's leaving; its entry expires by itself"
+            );
+        }
+        if let Ok(Err(e)) = tokio::time::timeout(calls::NATS_STEP, self.client.flush()).await {
+            tracing::warn!(error = %e, "flushing the NATS connection at exit");
+        }
+        tracing::info!("left the cluster");
+    }
+}
+
+/// The (ip, port) to advertise: `--advertise HOST:PORT`, else the listen address (a wildcard
+/// listen address advertises loopback; give --advertise on a real network).
+fn advertised(advertise: Option<&str>, listen: SocketAddr) -> Result<(String, u16), ClusterError> {
+    match advertise {
+        None => {
+            let ip = if listen.ip().is_unspecified() {
+                "127.0.0.1".to_owned()
+            } else {
+                listen.ip().to_string()
+            };
+            Ok((ip, listen.port()))
+        }
+        Some(a) => {
+            let (host, port) = a.rsplit_once(':').ok_or_else(|| {
+                ClusterError::Settings(format!("--advertise `{a}` is not HOST:PORT"))
+            })?;
+            let port = port
+                .parse()
+                .map_err(|_| ClusterError::Settings(format!("--advertise `{a}`: bad port")))?;
+            Ok((host.trim_matches(['[', ']']).to_owned(), port))
+        }
+    }
+}
+
+pub(crate) fn rand_id() -> [u8; 8] {
+    let mut id = [0u8; 8];
+    // The OS's randomness; a failure leaves zeros, which only weakens a sanity check.
+    let _ = getrandom::fill(&mut id);
+    id
+}

@@ -1,0 +1,376 @@
+//! The module store of a cluster: the [`Registry`] trait on JetStream. Component bytes live in the
+//! object store `wasmrpc_blobs` under their digest (verified on every load, as locally);
+//! registrations in the key-value bucket `wasmrpc_registrations`, one key per (tenant, name,
+//! version), each value a [`record`] as the local store writes it.
+//!
+//! Every worker keeps the same in-memory index as the local store, loaded at start and then fed by
+//! a watch of the bucket, so a registration made through any worker is visible on all of them as
+//! soon as NATS delivers it. A version number is taken with a compare-and-set create of its key, so
+//! two workers registering the same name at once get different versions.
+
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_nats::jetstream::kv::{self, CreateErrorKind, Operation};
+use async_nats::jetstream::object_store::{self, GetErrorKind, ObjectStore};
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+use tokio::io::AsyncReadExt as _;
+
+use super::ClusterError;
+use crate::registry::index::RegistrationIndex;
+use crate::registry::record;
+use crate::registry::{
+    Digest, Lookup, NewRegistration, Registration, Registry, RegistryError, Usage,
+};
+use crate::tenancy::TenantId;
+
+/// The bucket of registrations.
+pub const REGISTRATIONS: &str = "wasmrpc_registrations";
+/// The object store of component bytes.
+pub const BLOBS: &str = "wasmrpc_blobs";
+
+/// A [`Registry`] whose truth is in JetStream. Cloning shares it.
+#[derive(Clone)]
+pub struct NatsRegistry {
+    kv: kv::Store,
+    blobs: ObjectStore,
+    index: Arc<RwLock<RegistrationIndex>>,
+    /// Serialises this worker's writes, so its own quota checks and version picks do not race
+    /// each other (other workers' writes are ordered by the compare-and-set creates).
+    write_lock: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl std::fmt::Debug for NatsRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NatsRegistry").finish_non_exhaustive()
+    }
+}
+
+/// The key of one version: tenant and name in hex (a key allows few characters), then the version.
+fn key(tenant: &str, name: &str, version: u32) -> String {
+    format!("{}.{}.{version}", hex::encode(tenant), hex::encode(name))
+}
+
+/// (tenant, name, version) from a key.
+fn parse_key(key: &str) -> Option<(TenantId, String, u32)> {
+    let mut parts = key.split('.');
+    let tenant = String::from_utf8(hex::decode(parts.next()?).ok()?).ok()?;
+    let name = String::from_utf8(hex::decode(parts.next()?).ok()?).ok()?;
+    let version = parts.next()?.parse().ok()?;
+    parts
+        .next()
+        .is_none()
+        .then(|| (TenantId::new(tenant), name, version))
+}
+
+/// A NATS failure: the shared store could not be reached (what was being done is logged; the
+/// client is told to try again).
+fn nats_err(what: &str, e: impl std::fmt::Display) -> RegistryError {
+    tracing::warn!(error = %e, "{what}");
+    RegistryError::Unreachable(what.to_owned())
+}
+
+impl NatsRegistry {
+    /// Open (creating if needed) the buckets, load every registration, and start following the
+    /// bucket: returns when the index holds everything committed before it was called.
+    ///
+    /// # Errors
+    /// JetStream is not reachable, or a record cannot be read (or is of a newer format).
+    pub async fn open(
+        js: &async_nats::jetstream::Context,
+        replicas: usize,
+    ) -> Result<NatsRegistry, ClusterError> {
+        let kv = js
+            .create_or_update_key_value(kv::Config {
+                bucket: REGISTRATIONS.to_owned(),
+                description: "wasmrpc: registrations, one key per tenant, name and version"
+                    .to_owned(),
+                history: 1,
+                num_replicas: replicas,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| ClusterError::nats("creating the registrations bucket", e))?;
+        let blobs = match js.get_object_store(BLOBS).await {
+            Ok(store) => store,
+            Err(_) => js
+                .create_object_store(object_store::Config {
+                    bucket: BLOBS.to_owned(),
+                    description: Some("wasmrpc: component bytes by sha256 digest".to_owned()),
+                    num_replicas: replicas,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| ClusterError::nats("creating the blob store", e))?,
+        };
+        // Everything up to `last` is read below; the watch takes over from the message after it
+        // (replaying a change the read already saw is harmless: inserts and removals repeat).
+        let last = js
+            .get_stream(&kv.stream_name)
+            .await
+            .map_err(|e| ClusterError::nats("reading the registrations bucket", e))?
+            .info()
+            .await
+            .map_err(|e| ClusterError::nats("reading the registrations bucket", e))?
+            .state
+            .last_sequence;
+        let mut index = RegistrationIndex::default();
+        let mut keys = kv
+            .keys()
+            .await
+            .map_err(|e| ClusterError::nats("listing registrations", e))?;
+        while let Some(k) = keys.next().await {
+            let k = k.map_err(|e| ClusterError::nats("listing registrations", e))?;
+            let value = kv
+                .get(&k)
+                .await
+                .map_err(|e| ClusterError::nats("reading a registration", e))?;
+            if let Some(value) = value {
+                index.insert(decode(&value).map_err(|e| ClusterError::Store(e.to_string()))?);
+            }
+        }
+        let registry = NatsRegistry {
+            kv,
+            blobs,
+            index: Arc::new(RwLock::new(index)),
+            write_lock: Arc::new(tokio::sync::Mutex::new(())),
+        };
+        tokio::spawn(registry.clone().follow(last + 1));
+        Ok(registry)
+    }
+
+    /// Apply every change of the bucket from revision `from` on, for as long as the connection
+    /// lives (the watch is restarted where it stopped when it fails).
+    async fn follow(self, mut from: u64) {
+        loop {
+            let mut changes = match self.kv.watch_all_from_revision(from).await {
+                Ok(changes) => changes,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot watch the registrations bucket; retrying");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+            };
+            while let Some(change) = changes.next().await {
+                let change = match change {
+                    Ok(change) => change,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the registrations watch failed; restarting it");
+                        break;
+                    }
+                };
+                from = change.revision + 1;
+                self.apply(&change.key, change.operation, &change.value);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    fn apply(&self, key: &str, operation: Operation, value: &[u8]) {
+        match operation {
+            Operation::Put => match decode(value) {
+                Ok(r) => self.index_mut().insert(r),
+                Err(e) => tracing::warn!(key, error = %e, "unreadable registration in the bucket"),
+            },
+            Operation::Delete | Operation::Purge => match parse_key(key) {
+                Some((tenant, name, version)) => {
+                    self.index_mut().remove_version(&tenant, &name, version);
+                }
+                None => tracing::warn!(key, "unexpected key in the registrations bucket"),
+            },
+        }
+    }
+
+    fn index(&self) -> RwLockReadGuard<'_, RegistrationIndex> {
+        self.index.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn index_mut(&self) -> std::sync::RwLockWriteGuard<'_, RegistrationIndex> {
+        self.index.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Store a blob unless it is there already (same digest, same size).
+    async fn put_blob(&self, digest: &Digest, component: &[u8]) -> Result<(), RegistryError> {
+        let name = digest.to_hex();
+        if let Ok(info) = self.blobs.info(&name).await
+            && !info.deleted
+            && info.size == component.len()
+        {
+            return Ok(());
+        }
+        let mut reader = component;
+        self.blobs
+            .put(name.as_str(), &mut reader)
+            .await
+            .map_err(|e| nats_err("storing the component", e))?;
+        Ok(())
+    }
+}
+
+fn decode(value: &[u8]) -> Result<Arc<Registration>, RegistryError> {
+    let text = std::str::from_utf8(value)
+        .map_err(|e| RegistryError::Database(format!("a registration is not text: {e}")))?;
+    record::decode(text)
+}
+
+#[async_trait::async_trait]
+impl Registry for NatsRegistry {
+    async fn register(
+        &self,
+        new: NewRegistration,
+        component: Arc<Vec<u8>>,
+    ) -> Result<Arc<Registration>, RegistryError> {
+        let digest = Digest::of(&component);
+        // Blobs are never removed while the cluster runs (see docs/cluster.md), so once stored
+        // here a registration may point at it.
+        self.put_blob(&digest, &component).await?;
+        let _guard = self.write_lock.lock().await;
+        if let Some(why) = self.index().over_quota(
+            &new.tenant,
+            &new.name,
+            &digest,
+            component.len() as u64,
+            &new.limits,
+        ) {
+            return Err(RegistryError::Quota(why));
+        }
+        let mut version = self
+            .index()
+            .version_numbers(&new.tenant, &new.name)
+            .last()
+            .map_or(1, |v| v.saturating_add(1));
+        loop {
+            let registration = Registration {
+                tenant: new.tenant.clone(),
+                name: new.name.clone(),
+                version,
+                digest,
+                size: component.len() as u64,
+                created_ms: now_ms(),
+                export: new.export.clone(),
+                signature: new.signature.clone(),
+            };
+            let k = key(new.tenant.as_str(), &new.name, version);
+            match self
+                .kv
+                .create(&k, Bytes::from(record::encode(&registration)))
+                .await
+            {
+                Ok(_) => {
+                    let registration = Arc::new(registration);
+                    self.index_mut().insert(registration.clone());
+                    return Ok(registration);
+                }
+                // Another worker took this version first: the next one.
+                Err(e) if e.kind() == CreateErrorKind::AlreadyExists => {
+                    version = version.checked_add(1).ok_or_else(|| {
+                        RegistryError::Database(format!("`{}` has run out of versions", new.name))
+                    })?;
+                }
+                Err(e) => return Err(nats_err("recording the registration", e)),
+            }
+        }
+    }
+
+    async fn delete(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+    ) -> Result<Vec<Arc<Registration>>, RegistryError> {
+        let _guard = self.write_lock.lock().await;
+        let removed: Vec<Arc<Registration>> = self
+            .index()
+            .list(tenant)
+            .into_iter()
+            .find(|versions| versions.first().is_some_and(|r| r.name == name))
+            .unwrap_or_default();
+        for r in &removed {
+            self.kv
+                .delete(key(tenant.as_str(), name, r.version))
+                .await
+                .map_err(|e| nats_err("removing a registration", e))?;
+            self.index_mut().remove_version(tenant, name, r.version);
+        }
+        Ok(removed)
+    }
+
+    async fn blob(&self, digest: Digest) -> Result<Vec<u8>, RegistryError> {
+        let mut object = match self.blobs.get(digest.to_hex()).await {
+            Ok(object) => object,
+            Err(e) if e.kind() == GetErrorKind::NotFound => {
+                return Err(RegistryError::MissingBlob(digest));
+            }
+            Err(e) => return Err(nats_err("loading a component", e)),
+        };
+        let mut bytes = Vec::new();
+        object
+            .read_to_end(&mut bytes)
+            .await
+            .map_err(|e| nats_err("loading a component", e))?;
+        let actual = Digest::of(&bytes);
+        if actual != digest {
+            return Err(RegistryError::Corrupt {
+                expected: digest,
+                actual,
+            });
+        }
+        Ok(bytes)
+    }
+
+    fn get(&self, tenant: &TenantId, name: &str, version: Option<u32>) -> Lookup {
+        self.index().get(tenant, name, version)
+    }
+
+    fn versions(&self, tenant: &TenantId, name: &str) -> Vec<u32> {
+        self.index().version_numbers(tenant, name)
+    }
+
+    fn list(&self, tenant: &TenantId) -> Vec<Vec<Arc<Registration>>> {
+        self.index().list(tenant)
+    }
+
+    fn all(&self) -> Vec<Arc<Registration>> {
+        self.index().all()
+    }
+
+    fn uses(&self, digest: &Digest) -> bool {
+        self.index().uses(digest)
+    }
+
+    fn tenant_uses(&self, tenant: &TenantId, digest: &Digest) -> bool {
+        self.index().tenant_uses(tenant, digest)
+    }
+
+    fn usage(&self, tenant: &TenantId) -> Usage {
+        self.index().usage(tenant)
+    }
+}
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip_any_tenant_and_name() {
+        let k = key("team.a", "add-v2", 7);
+        assert!(
+            k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.'),
+            "{k}"
+        );
+        let (tenant, name, version) = parse_key(&k).expect("parses");
+        assert_eq!(
+            (tenant.as_str(), name.as_str(), version),
+            ("team.a", "add-v2", 7)
+        );
+        assert!(parse_key("zz.00.1").is_none());
+        assert!(parse_key("00.00.1.2").is_none());
+    }
+}
