@@ -26,7 +26,8 @@ export WASMRPC_REQUIRE_NATS=1
 timed_alone=a_tenant_flooding_its_quota_with_slow_calls_barely_moves_another_tenants_p99
 if [ $# -eq 0 ]; then
     cargo test --workspace -- --skip "$timed_alone"
-    cargo test -p wasmrpc-host --test e2e "$timed_alone"
+    # The same packages as above (another selection would resolve features anew and rebuild).
+    cargo test --workspace --tests "$timed_alone"
 else
     cargo test --workspace "$@"
 fi

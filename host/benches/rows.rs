@@ -572,11 +572,11 @@ fn main() {
         if wanted("P4") {
             p4(&server, &baseline).await;
         }
-        if wanted("P6") {
-            p6(&add).await;
-        }
         if wanted("P5") {
             p5(&server).await;
+        }
+        if wanted("P6") {
+            p6(&add).await;
         }
         if wanted("P7") {
             p7(&server).await;

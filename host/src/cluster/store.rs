@@ -20,9 +20,7 @@ use tokio::io::AsyncReadExt as _;
 use super::ClusterError;
 use crate::registry::index::RegistrationIndex;
 use crate::registry::record;
-use crate::registry::{
-    Digest, Lookup, NewRegistration, Registration, Registry, RegistryError, Usage,
-};
+use crate::registry::{Digest, NewRegistration, Registration, Registry, RegistryError};
 use crate::tenancy::TenantId;
 
 /// The bucket of registrations.
@@ -182,10 +180,6 @@ impl NatsRegistry {
         }
     }
 
-    fn index(&self) -> RwLockReadGuard<'_, RegistrationIndex> {
-        self.index.read().unwrap_or_else(PoisonError::into_inner)
-    }
-
     fn index_mut(&self) -> std::sync::RwLockWriteGuard<'_, RegistrationIndex> {
         self.index.write().unwrap_or_else(PoisonError::into_inner)
     }
@@ -216,6 +210,10 @@ fn decode(value: &[u8]) -> Result<Arc<Registration>, RegistryError> {
 
 #[async_trait::async_trait]
 impl Registry for NatsRegistry {
+    fn index(&self) -> RwLockReadGuard<'_, RegistrationIndex> {
+        self.index.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
     async fn register(
         &self,
         new: NewRegistration,
@@ -316,34 +314,6 @@ impl Registry for NatsRegistry {
             });
         }
         Ok(bytes)
-    }
-
-    fn get(&self, tenant: &TenantId, name: &str, version: Option<u32>) -> Lookup {
-        self.index().get(tenant, name, version)
-    }
-
-    fn versions(&self, tenant: &TenantId, name: &str) -> Vec<u32> {
-        self.index().version_numbers(tenant, name)
-    }
-
-    fn list(&self, tenant: &TenantId) -> Vec<Vec<Arc<Registration>>> {
-        self.index().list(tenant)
-    }
-
-    fn all(&self) -> Vec<Arc<Registration>> {
-        self.index().all()
-    }
-
-    fn uses(&self, digest: &Digest) -> bool {
-        self.index().uses(digest)
-    }
-
-    fn tenant_uses(&self, tenant: &TenantId, digest: &Digest) -> bool {
-        self.index().tenant_uses(tenant, digest)
-    }
-
-    fn usage(&self, tenant: &TenantId) -> Usage {
-        self.index().usage(tenant)
     }
 }
 

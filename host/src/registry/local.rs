@@ -17,7 +17,7 @@ use redb::{Database, ReadOnlyTable, ReadableTable, TableDefinition};
 use super::blobs::{self, BlobStore};
 use super::index::RegistrationIndex;
 use super::record;
-use super::{Digest, Lookup, NewRegistration, Registration, Registry, RegistryError, Usage};
+use super::{Digest, NewRegistration, Registration, Registry, RegistryError};
 use crate::tenancy::TenantId;
 
 /// Key: (tenant, name, version). redb compares tuples element by element (strings bytewise,
@@ -154,13 +154,6 @@ impl LocalRegistry {
     #[cfg(test)]
     pub fn blob_blocking(&self, digest: &Digest) -> Result<Vec<u8>, RegistryError> {
         self.inner.blobs.read(digest)
-    }
-
-    fn index(&self) -> RwLockReadGuard<'_, RegistrationIndex> {
-        self.inner
-            .index
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Run blocking store work on tokio's blocking pool.
@@ -380,6 +373,13 @@ fn db_err(e: impl Into<redb::Error>) -> RegistryError {
 
 #[async_trait::async_trait]
 impl Registry for LocalRegistry {
+    fn index(&self) -> RwLockReadGuard<'_, RegistrationIndex> {
+        self.inner
+            .index
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     async fn register(
         &self,
         new: NewRegistration,
@@ -402,34 +402,6 @@ impl Registry for LocalRegistry {
     async fn blob(&self, digest: Digest) -> Result<Vec<u8>, RegistryError> {
         self.off_thread(move |store| store.blobs.read(&digest))
             .await
-    }
-
-    fn get(&self, tenant: &TenantId, name: &str, version: Option<u32>) -> Lookup {
-        self.index().get(tenant, name, version)
-    }
-
-    fn versions(&self, tenant: &TenantId, name: &str) -> Vec<u32> {
-        self.index().version_numbers(tenant, name)
-    }
-
-    fn list(&self, tenant: &TenantId) -> Vec<Vec<Arc<Registration>>> {
-        self.index().list(tenant)
-    }
-
-    fn all(&self) -> Vec<Arc<Registration>> {
-        self.index().all()
-    }
-
-    fn uses(&self, digest: &Digest) -> bool {
-        self.index().uses(digest)
-    }
-
-    fn usage(&self, tenant: &TenantId) -> Usage {
-        self.index().usage(tenant)
-    }
-
-    fn tenant_uses(&self, tenant: &TenantId, digest: &Digest) -> bool {
-        self.index().tenant_uses(tenant, digest)
     }
 }
 

@@ -206,24 +206,42 @@ pub trait Registry: Send + Sync + 'static {
     /// [`RegistryError::MissingBlob`], [`RegistryError::Corrupt`], or storage failure.
     async fn blob(&self, digest: Digest) -> Result<Vec<u8>, RegistryError>;
 
+    /// The registry's in-memory cache of its registrations, which every read below answers
+    /// from (kept current by the registry's own writes, and by whatever else it follows).
+    fn index(&self) -> std::sync::RwLockReadGuard<'_, index::RegistrationIndex>;
+
     /// One version of a name (`None`: the newest).
-    fn get(&self, tenant: &TenantId, name: &str, version: Option<u32>) -> Lookup;
+    fn get(&self, tenant: &TenantId, name: &str, version: Option<u32>) -> Lookup {
+        self.index().get(tenant, name, version)
+    }
 
     /// The version numbers of a name, oldest first; empty if it is not registered.
-    fn versions(&self, tenant: &TenantId, name: &str) -> Vec<u32>;
+    fn versions(&self, tenant: &TenantId, name: &str) -> Vec<u32> {
+        self.index().version_numbers(tenant, name)
+    }
 
     /// Every name of a tenant with all its versions (oldest first), sorted by name.
-    fn list(&self, tenant: &TenantId) -> Vec<Vec<Arc<Registration>>>;
+    fn list(&self, tenant: &TenantId) -> Vec<Vec<Arc<Registration>>> {
+        self.index().list(tenant)
+    }
 
     /// Every registration of every tenant (to warm caches at start-up).
-    fn all(&self) -> Vec<Arc<Registration>>;
+    fn all(&self) -> Vec<Arc<Registration>> {
+        self.index().all()
+    }
 
     /// Whether any registration of any tenant points at `digest`.
-    fn uses(&self, digest: &Digest) -> bool;
+    fn uses(&self, digest: &Digest) -> bool {
+        self.index().uses(digest)
+    }
 
     /// Whether a registration of `tenant` points at `digest`.
-    fn tenant_uses(&self, tenant: &TenantId, digest: &Digest) -> bool;
+    fn tenant_uses(&self, tenant: &TenantId, digest: &Digest) -> bool {
+        self.index().tenant_uses(tenant, digest)
+    }
 
     /// What `tenant` holds.
-    fn usage(&self, tenant: &TenantId) -> Usage;
+    fn usage(&self, tenant: &TenantId) -> Usage {
+        self.index().usage(tenant)
+    }
 }
