@@ -410,7 +410,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::registry::RegistrationLimits;
+    use crate::registry::{Lookup, RegistrationLimits, Usage};
 
     fn t(name: &str) -> TenantId {
         TenantId::new(name)
