@@ -44,7 +44,7 @@ deploy matmul "$wasm/example_matmul.wasm"
 deploy softmax "$wasm/example_softmax.wasm"
 deploy upper "$wasm/example_strings.wasm" --export upper
 deploy length "$wasm/example_strings.wasm" --export length
-for m in transpose sum scale max; do
+for m in transpose sum scale max identity; do
     deploy "$m" "$wasm/example_linalg.wasm" --export "$m"
 done
 
