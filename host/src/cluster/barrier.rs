@@ -27,16 +27,15 @@ pub async fn bucket(
     js: &async_nats::jetstream::Context,
     replicas: usize,
 ) -> Result<kv::Store, ClusterError> {
-    js.create_or_update_key_value(kv::Config {
-        bucket: BUCKET.to_owned(),
-        description: "wasmrpc: arrivals at barriers".to_owned(),
-        history: 1,
-        max_age: BARRIER_TTL,
-        num_replicas: replicas,
-        ..Default::default()
-    })
+    super::expiring_bucket(
+        js,
+        BUCKET,
+        "wasmrpc: arrivals at barriers",
+        BARRIER_TTL,
+        replicas,
+        "creating the barriers bucket",
+    )
     .await
-    .map_err(|e| ClusterError::nats("creating the barriers bucket", e))
 }
 
 /// Why a barrier could not be passed.

@@ -128,16 +128,16 @@ pub async fn bucket(
     js: &async_nats::jetstream::Context,
     replicas: usize,
 ) -> Result<kv::Store, ClusterError> {
-    js.create_or_update_key_value(kv::Config {
-        bucket: BUCKET.to_owned(),
-        description: "wasmrpc: one entry per live worker, refreshed by its heartbeat".to_owned(),
-        history: 1,
-        max_age: MEMBER_TTL,
-        num_replicas: replicas,
-        ..Default::default()
-    })
+    let description = "wasmrpc: one entry per live worker, refreshed by its heartbeat";
+    super::expiring_bucket(
+        js,
+        BUCKET,
+        description,
+        MEMBER_TTL,
+        replicas,
+        "creating the workers bucket",
+    )
     .await
-    .map_err(|e| ClusterError::nats("creating the workers bucket", e))
 }
 
 /// Keep `members` up to date from the bucket until the watch ends (the connection closed).

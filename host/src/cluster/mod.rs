@@ -24,6 +24,32 @@ pub use store::NatsRegistry;
 
 use crate::service::Service;
 
+/// A key-value bucket whose entries expire `ttl` after their last write (created, or its
+/// settings brought up to date): the members' heartbeats and the barriers' arrivals. `what` names
+/// the step in an error.
+///
+/// # Errors
+/// JetStream is not enabled or not reachable.
+pub(crate) async fn expiring_bucket(
+    js: &async_nats::jetstream::Context,
+    name: &str,
+    description: &str,
+    ttl: Duration,
+    replicas: usize,
+    what: &'static str,
+) -> Result<async_nats::jetstream::kv::Store, ClusterError> {
+    js.create_or_update_key_value(async_nats::jetstream::kv::Config {
+        bucket: name.to_owned(),
+        description: description.to_owned(),
+        history: 1,
+        max_age: ttl,
+        num_replicas: replicas,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| ClusterError::nats(what, e))
+}
+
 /// How long joining waits for NATS to be reachable and JetStream available (a NATS cluster
 /// electing its leader).
 const JETSTREAM_WAIT: Duration = Duration::from_secs(30);
