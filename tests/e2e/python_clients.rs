@@ -6,7 +6,6 @@
 //! `WASMRPC_REQUIRE_PYTHON=1`; a plain `cargo test` says how to run these and passes.
 //! `WASMRPC_PYTEST_ARGS` adds pytest arguments (`-k json`, `-x`, `-v`...).
 
-use std::io::Write as _;
 use std::process::Command;
 
 use crate::support::guests::{guest_path, workspace_root};
@@ -39,19 +38,9 @@ const MODELS: &[(&str, &str)] = &[
 
 #[test]
 fn python_v2_clients_pass_against_the_server() {
-    let Some(python) = std::env::var_os("WASMRPC_PYTHON") else {
-        assert_ne!(
-            std::env::var("WASMRPC_REQUIRE_PYTHON").as_deref(),
-            Ok("1"),
-            "WASMRPC_REQUIRE_PYTHON=1 but WASMRPC_PYTHON is not set: run \
-             `bash tests/python/setup.sh` and point WASMRPC_PYTHON at target/py-venv/bin/python"
-        );
-        // Straight to stderr, past the test harness's capture, so that it shows on a pass.
-        let _ = writeln!(
-            std::io::stderr(),
-            "python_clients: not run, WASMRPC_PYTHON is not set; `bash tests/run.sh` installs \
-             the Python v2 clients into target/py-venv and runs them"
-        );
+    let Some(python) =
+        crate::support::python::interpreter("python_clients", "bash tests/python/setup.sh")
+    else {
         return;
     };
 

@@ -157,6 +157,16 @@ struct State {
 }
 
 impl State {
+    /// The state of a stored directory's tenants, with their keys indexed.
+    fn of(tenants: Vec<StoredTenant>) -> State {
+        let mut state = State {
+            tenants: tenants.into_iter().map(|t| (t.name.clone(), t)).collect(),
+            keys: HashMap::new(),
+        };
+        state.index_keys();
+        state
+    }
+
     fn index_keys(&mut self) {
         self.keys = self
             .tenants
@@ -225,15 +235,7 @@ impl TenantDirectory {
                 stored.format
             );
         }
-        let mut state = State {
-            tenants: stored
-                .tenants
-                .into_iter()
-                .map(|t| (t.name.clone(), t))
-                .collect(),
-            keys: HashMap::new(),
-        };
-        state.index_keys();
+        let state = State::of(stored.tenants);
         Ok(TenantDirectory {
             path,
             admin: KeyHash::of(admin_key),
@@ -268,16 +270,8 @@ impl TenantDirectory {
             )));
         }
         let _writing = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut next = State {
-            tenants: stored
-                .tenants
-                .into_iter()
-                .map(|t| (t.name.clone(), t))
-                .collect(),
-            keys: HashMap::new(),
-        };
+        let next = State::of(stored.tenants);
         write_atomically(&self.path, &stored_bytes(&next.tenants))?;
-        next.index_keys();
         *self.state.write().unwrap_or_else(PoisonError::into_inner) = next;
         Ok(())
     }

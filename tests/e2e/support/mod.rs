@@ -4,6 +4,7 @@ pub mod compose;
 pub mod guests;
 pub mod http;
 pub mod nats;
+pub mod python;
 pub mod server;
 
 pub use guests::guest;
