@@ -156,6 +156,22 @@ impl Server {
             .take_while(|(job, _)| job.as_str() < job_name)
             .map(|(_, tasks)| tasks.len())
             .sum();
+        let rank = u32::try_from(before + task_index).unwrap_or(u32::MAX);
+        Server::join_cluster(address, nats, &format!("{job_name}/{task_index}"), rank).await
+    }
+
+    /// A server for `address` (port 0 picks a free one) with a temporary store that joins the
+    /// wasmrpc cluster on the NATS servers `nats` as worker `name` of rank `rank`, advertising
+    /// the bound address: how a program (Python's `init_rpc` included) becomes a worker.
+    ///
+    /// # Errors
+    /// As [`Server::from_cluster_spec`].
+    pub async fn join_cluster(
+        address: &str,
+        nats: &str,
+        name: &str,
+        rank: u32,
+    ) -> Result<Server, Status> {
         let listen: SocketAddr = address.parse().map_err(|_| {
             Status::new(
                 Code::InvalidArgument,
@@ -167,8 +183,8 @@ impl Server {
             listen: Some(listen),
             data_dir: Some(store.path().to_path_buf()),
             cluster: Some(nats.to_owned()),
-            name: Some(format!("{job_name}/{task_index}")),
-            rank: Some(u32::try_from(before + task_index).unwrap_or(u32::MAX)),
+            name: Some(name.to_owned()),
+            rank: Some(rank),
             ..ServeSettings::default()
         };
         Server::build(settings, Some(store)).await

@@ -58,7 +58,7 @@ fn timeout(ms: Option<u64>) -> Option<Duration> {
 impl NativeClient {
     /// This process's connection: after `fork`, a new one (the inherited one is leaked, never
     /// dropped: its tasks lived on the parent's runtime).
-    fn client(&self, py: Python<'_>) -> PyResult<Client> {
+    pub(crate) fn client(&self, py: Python<'_>) -> PyResult<Client> {
         let pid = std::process::id();
         {
             let connection = self.connection.lock().unwrap_or_else(|e| e.into_inner());
@@ -241,6 +241,26 @@ impl NativeClient {
         })?
         .map_err(|e| to_pyerr(py, &e))?;
         serde_json::to_string(&info).map_err(|e| invalid_argument(py, e.to_string()))
+    }
+
+    /// Arrive at the cluster's barrier `name` as `member` and wait (GIL released) until
+    /// `count` members have; `timeout_ms` 0 is the server's longest deadline. Returns the
+    /// members.
+    fn barrier(
+        &self,
+        py: Python<'_>,
+        name: String,
+        member: String,
+        count: usize,
+        timeout_ms: u64,
+    ) -> PyResult<Vec<String>> {
+        let client = self.client(py)?;
+        wait(py, async move {
+            client
+                .barrier(&name, &member, count, Duration::from_millis(timeout_ms))
+                .await
+        })?
+        .map_err(|e| to_pyerr(py, &e))
     }
 
     /// Unregister `name` (every version); returns the versions deleted.

@@ -6,6 +6,7 @@
 //! Python in `python/wasmrpc/` on top of these few types.
 
 mod client;
+mod cluster;
 mod errors;
 mod pending;
 mod runtime;
@@ -18,6 +19,9 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::NativeClient>()?;
+    m.add_class::<cluster::NativeRpc>()?;
+    m.add_class::<cluster::NativeCoordinator>()?;
+    m.add_function(wrap_pyfunction!(cluster::speaks_nats, m)?)?;
     m.add_class::<pending::NativePending>()?;
     m.add_class::<server::NativeServer>()?;
     m.add_class::<tensors::TensorBuffer>()?;

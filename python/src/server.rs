@@ -48,6 +48,26 @@ impl NativeServer {
         })
     }
 
+    /// Bind `address` with a store in a temporary directory and join the cluster on the NATS
+    /// servers `nats` as worker `name` of rank `rank` (Paddle's `init_rpc` in a worker).
+    #[staticmethod]
+    fn join_cluster(
+        py: Python<'_>,
+        address: String,
+        nats: String,
+        name: String,
+        rank: u32,
+    ) -> PyResult<NativeServer> {
+        let addr = resolve(py, &address)?.to_string();
+        let server = wait(py, async move {
+            Server::join_cluster(&addr, &nats, &name, rank).await
+        })?
+        .map_err(|e| to_pyerr(py, &e))?;
+        Ok(NativeServer {
+            server: Arc::new(server),
+        })
+    }
+
     /// The bound address, `host:port`.
     #[getter]
     fn address(&self) -> String {

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -125,3 +126,102 @@ def free_port():
 def python():
     """This interpreter, for tests that run a second process."""
     return sys.executable
+
+
+# -- the cluster: NATS and `wasmrpc serve --cluster` workers ----------------------------------
+
+
+def nats_server_binary():
+    """The nats-server of WASMRPC_NATS_SERVER (tests/run.sh installs it); the test is skipped
+    without it, or fails when WASMRPC_REQUIRE_NATS=1."""
+    path = os.environ.get("WASMRPC_NATS_SERVER")
+    if path and os.path.isfile(path):
+        return path
+    message = (
+        "WASMRPC_NATS_SERVER does not name a nats-server: run `bash tests/nats/setup.sh` and "
+        "point WASMRPC_NATS_SERVER at the path it prints (tests/run.sh does)"
+    )
+    if os.environ.get("WASMRPC_REQUIRE_NATS") == "1":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class NatsProcess:
+    """A nats-server with JetStream on a free loopback port, storing in a temporary folder."""
+
+    def __init__(self):
+        self._dir = tempfile.TemporaryDirectory(prefix="wasmrpc-nats-")
+        port = _free_port()
+        self.url = f"nats://127.0.0.1:{port}"
+        self.address = f"127.0.0.1:{port}"
+        self.process = subprocess.Popen(
+            [nats_server_binary(), "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", self._dir.name],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                    if s.recv(5) == b"INFO ":
+                        break
+            except OSError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("nats-server did not start")
+            time.sleep(0.05)
+
+    def stop(self):
+        self.process.kill()
+        self.process.wait()
+        self._dir.cleanup()
+
+
+class Cluster:
+    """NATS and `count` workers w0, w1... (ranks 0, 1...) with `add` (example-add's `add`,
+    int32) registered, every worker listed by every other."""
+
+    def __init__(self, guest, count=3):
+        self.nats = NatsProcess()
+        self.workers = []
+        try:
+            for i in range(count):
+                self.workers.append(
+                    ServerProcess("--cluster", self.nats.url, "--name", f"w{i}", "--rank", str(i))
+                )
+            client = rpc.Client.create("http", self.workers[0].address, name="setup", timeout_in_ms=30000)
+            client.register("add", guest("example-add"), export="add")
+            # Registrations and members reach every worker within a second.
+            deadline = time.monotonic() + 10
+            for worker in self.workers:
+                peer = rpc.Client.create("http", worker.address, name="setup", timeout_in_ms=30000)
+                while "add" not in {m["name"] for m in peer.list_registered_methods()}:
+                    assert time.monotonic() < deadline, f"add never reached {worker.address}"
+                    time.sleep(0.05)
+                    peer.refresh()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self):
+        for worker in self.workers:
+            worker.stop()
+        self.nats.stop()
+
+
+@pytest.fixture
+def cluster(guest):
+    """A fresh three-worker cluster (tests kill its workers)."""
+    nats_server_binary()
+    made = Cluster(guest)
+    try:
+        yield made
+    finally:
+        made.stop()

@@ -1,5 +1,6 @@
 """Errors and timeouts, each as the exception named after its canonical code."""
 
+import os
 import socket
 import time
 
@@ -121,16 +122,6 @@ def test_a_tenants_key_is_sent_and_a_wrong_one_is_unauthenticated(tmp_path, gues
         server.stop()
 
 
-def test_the_cluster_modules_say_what_is_missing():
-    from wasmrpc import coordinator
-    from wasmrpc.distributed import rpc as paddle_rpc
-
-    with pytest.raises(wasmrpc.UnimplementedError, match="cluster support"):
-        paddle_rpc.init_rpc("worker0", rank=0, world_size=1)
-    with pytest.raises(NotImplementedError, match="cluster support"):
-        coordinator.ClusterCoordinator(None)
-
-
 def test_https_to_a_server_without_tls_is_unavailable(address, tmp_path):
     pem = tmp_path / "ca.pem"
     pem.write_text("not a certificate")
@@ -149,3 +140,29 @@ def test_a_missing_method_is_an_attribute_error_even_when_the_server_is_gone(gue
     assert not hasattr(client, "gone_blocking")
     with pytest.raises(wasmrpc.UnavailableError):
         client.call("gone", []).get_value()
+
+
+def test_https_with_the_test_ca_trusted_calls_and_registers(guest):
+    tls = os.environ.get("WASMRPC_TEST_TLS_DIR")
+    if not tls:
+        pytest.skip("WASMRPC_TEST_TLS_DIR is not set (tests/e2e/python_sdk.rs makes a test CA)")
+    from conftest import ServerProcess
+
+    server = ServerProcess(
+        "--tls-cert", os.path.join(tls, "chain.pem"), "--tls-key", os.path.join(tls, "key.pem")
+    )
+    try:
+        assert server.url.startswith("https://")
+        client = rpc.Client.create(
+            "https", server.address, name="tls", ca_cert=os.path.join(tls, "ca.pem"), timeout_in_ms=10000
+        )
+        client.register("addition", guest("example-add"), export="add")
+        assert client.addition_blocking(np.int32(40), np.int32(2)) == 42
+        with open(os.path.join(tls, "ca.pem"), "rb") as f:
+            by_pem = rpc.Client.create("https", server.url, ca_cert_pem=f.read(), timeout_in_ms=10000)
+        assert by_pem.call("addition", [np.int32(1), np.int32(2)]).get_value() == 3
+        # Without the CA, the server's certificate is not trusted.
+        with pytest.raises(wasmrpc.UnavailableError):
+            rpc.Client.create("https", server.address, timeout_in_ms=5000)
+    finally:
+        server.stop()

@@ -1,19 +1,146 @@
-"""TensorFlow's ``ClusterCoordinator`` over a wasmrpc cluster.
+"""TensorFlow's ``tf.distribute.experimental.coordinator.ClusterCoordinator`` over a wasmrpc
+cluster.
 
-Not available yet: making a :class:`ClusterCoordinator` raises
-:class:`wasmrpc.errors.UnimplementedError` (also a ``NotImplementedError``) naming the missing
-cluster support.
+::
+
+    from wasmrpc.coordinator import ClusterCoordinator
+
+    coordinator = ClusterCoordinator("127.0.0.1:8081")      # any worker of the cluster
+    results = [coordinator.schedule("add", args=(np.int32(i), np.int32(1))) for i in range(10)]
+    coordinator.join()
+    print([r.fetch() for r in results])
+
+:meth:`ClusterCoordinator.schedule` runs a method registered in the cluster on any available
+worker and returns a :class:`RemoteValue` at once. A scheduled call runs at least once: when
+its worker dies it runs again on another. One that cannot complete (no worker can take it)
+raises :class:`~wasmrpc.errors.CancelledError` from ``fetch()``, never hangs.
+
+Where TensorFlow builds the coordinator from a ``ParameterServerStrategy``, wasmrpc builds it
+from the cluster: a worker's address or a :class:`wasmrpc.rpc.Client` of one.
 """
 
-from ._cluster import MISSING
-from .errors import UnimplementedError
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Optional, Sequence, Union
+
+from . import _native
+from .errors import InvalidArgumentError, RpcError
+from .rpc import Client, StatusOrResult
+
+_DEFAULT_NAME = "wasmrpc-coordinator"
+
+
+class RemoteValue:
+    """The value of a scheduled call: :meth:`fetch` waits for it (TensorFlow's
+    ``RemoteValue``); ``await value`` does too, in asyncio code."""
+
+    __slots__ = ("_result",)
+
+    def __init__(self, result: StatusOrResult):
+        self._result = result
+
+    def fetch(self) -> Any:
+        """The value (a numpy array, or a list for several outputs) once the call completes;
+        raises ``CancelledError`` when it could not complete, or the method's error."""
+        return self._result.get_value()
+
+    def get(self) -> Any:
+        """As :meth:`fetch` (TensorFlow's ``get`` returns tensors where ``fetch`` returns numpy
+        values; here both are numpy arrays)."""
+        return self.fetch()
+
+    def done(self) -> bool:
+        """Whether the call has completed (never waits)."""
+        return self._result.done()
+
+    def __await__(self):
+        return self._result.__await__()
+
+    def __repr__(self) -> str:
+        return f"<RemoteValue {'done' if self.done() else 'pending'}>"
 
 
 class ClusterCoordinator:
-    """Not available yet (needs cluster support)."""
+    """Schedules calls on the workers of a cluster.
 
-    def __init__(self, *args, **kwargs):
-        raise UnimplementedError(MISSING.format(what="wasmrpc.coordinator.ClusterCoordinator"))
+    ``cluster``: the address of any worker (``HOST:PORT``, ``http://`` or ``https://``), or a
+    :class:`wasmrpc.rpc.Client` connected to one. ``key`` and ``ca_cert`` are as for
+    :meth:`wasmrpc.rpc.Client.create` when an address is given.
+    """
+
+    def __init__(
+        self,
+        cluster: Union[str, Client],
+        *,
+        key: Optional[str] = None,
+        ca_cert: Union[str, os.PathLike, None] = None,
+        timeout_in_ms: int = 30_000,
+    ):
+        if isinstance(cluster, Client):
+            client = cluster
+        elif isinstance(cluster, str):
+            layer = "https" if cluster.startswith("https://") else "http"
+            client = Client.create(
+                layer, cluster, name=_DEFAULT_NAME, timeout_in_ms=timeout_in_ms,
+                key=key, ca_cert=ca_cert,
+            )
+        else:
+            raise InvalidArgumentError(
+                "a ClusterCoordinator is made from a worker's address or a wasmrpc.rpc.Client, "
+                f"not {type(cluster).__name__}"
+            )
+        self._client = client
+        self._native = _native.NativeCoordinator(client._native)
+
+    def schedule(
+        self,
+        fn: Union[str, Callable[..., Any]],
+        args: Optional[Sequence[Any]] = None,
+        kwargs: Optional[dict] = None,
+    ) -> RemoteValue:
+        """Run ``fn`` (a method's name, or a function whose ``__name__`` is one) with ``args``
+        on any available worker; returns a :class:`RemoteValue` at once."""
+        if kwargs:
+            raise InvalidArgumentError(
+                "a wasmrpc method takes its tensors in order: pass them as args, not kwargs"
+            )
+        method = fn if isinstance(fn, str) else getattr(fn, "__name__", None)
+        if not isinstance(method, str):
+            raise InvalidArgumentError(
+                f"fn is the name of a method registered in the cluster (or a function of that "
+                f"name), not {type(fn).__name__}"
+            )
+        client = self._client
+        if method not in client._methods:
+            try:
+                client.refresh()
+            except RpcError:
+                pass
+        pending = self._native.schedule(method, client._args(method, args))
+        return RemoteValue(StatusOrResult(pending, True))
+
+    def join(self) -> None:
+        """Wait until everything scheduled has finished; raises the first error of a scheduled
+        call since the last ``join`` (as TensorFlow does)."""
+        self._native.join()
+
+    def done(self) -> bool:
+        """Whether everything scheduled has finished (never waits)."""
+        return self._native.done()
+
+    def fetch(self, val: Any) -> Any:
+        """The values of a :class:`RemoteValue` or of a list, tuple or dict of them (the same
+        structure, fetched), as TensorFlow's ``coordinator.fetch``."""
+        if isinstance(val, RemoteValue):
+            return val.fetch()
+        if isinstance(val, list):
+            return [self.fetch(v) for v in val]
+        if isinstance(val, tuple):
+            return tuple(self.fetch(v) for v in val)
+        if isinstance(val, dict):
+            return {k: self.fetch(v) for k, v in val.items()}
+        return val
 
 
-__all__ = ["ClusterCoordinator"]
+__all__ = ["ClusterCoordinator", "RemoteValue"]

@@ -73,8 +73,24 @@ async fn paddle_rpc_reaches_every_worker_by_name() {
         rpc.get_worker_info("w7").await.unwrap_err().code(),
         Code::NotFound
     );
-    // Not a worker itself: the current worker is the one it is connected to.
+    // Not a worker itself: the current worker is the one it is connected to, and so is its own
+    // name (Paddle's snippet, where `worker0` calls `worker0`).
     assert_eq!(rpc.get_current_worker_info().await.unwrap().name, "w1");
+    assert_eq!(rpc.get_worker_info("trainer").await.unwrap().name, "w1");
+    let own = rpc
+        .rpc_sync("trainer", "add", scalars(2, 3), NO_TIMEOUT)
+        .await
+        .unwrap();
+    assert_eq!(value(&own), 5);
+    assert_eq!(
+        value(
+            &rpc.rpc_async("trainer", "add", scalars(4, 3), 5.0)
+                .wait()
+                .await
+                .unwrap()
+        ),
+        7
+    );
     for (i, to) in ["w0", "w1", "w2"].iter().enumerate() {
         let out = rpc
             .rpc_sync(to, "add", scalars(i as i32, 100), NO_TIMEOUT)

@@ -31,6 +31,8 @@ fn python_sdk_tests_pass_against_the_server() {
         .parent()
         .expect("guests live in a folder")
         .to_path_buf();
+    // A CA and a server certificate for the https tests, made here as for tests/e2e/tls.rs.
+    let pki = crate::tls::Pki::new();
     let extra = std::env::var("WASMRPC_PYTEST_ARGS").unwrap_or_default();
     let status = Command::new(&python)
         .current_dir(workspace_root())
@@ -45,6 +47,7 @@ fn python_sdk_tests_pass_against_the_server() {
         .args(extra.split_whitespace())
         .env("WASMRPC_BIN", env!("CARGO_BIN_EXE_wasmrpc"))
         .env("WASMRPC_GUEST_DIR", &guest_dir)
+        .env("WASMRPC_TEST_TLS_DIR", pki.path(""))
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("PYTHONUNBUFFERED", "1")
         .status()

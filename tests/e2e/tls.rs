@@ -19,13 +19,14 @@ use wasmrpc_host::Server;
 
 use crate::support::{TestServer, guest};
 
-/// A test CA and a server certificate it signed, as PEM files in a temporary directory.
-struct Pki {
+/// A test CA and a server certificate it signed, as PEM files in a temporary directory:
+/// `chain.pem` (leaf, then CA), `key.pem`, `ca.pem`. The Python SDK's tests use it too.
+pub(crate) struct Pki {
     dir: tempfile::TempDir,
 }
 
 impl Pki {
-    fn new() -> Pki {
+    pub(crate) fn new() -> Pki {
         let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
         ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         ca.distinguished_name
@@ -48,7 +49,7 @@ impl Pki {
         Pki { dir }
     }
 
-    fn path(&self, file: &str) -> PathBuf {
+    pub(crate) fn path(&self, file: &str) -> PathBuf {
         self.dir.path().join(file)
     }
 

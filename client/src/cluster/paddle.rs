@@ -17,8 +17,10 @@
 //! cluster. A timeout of 0 or less means none, as in Paddle ([`NO_TIMEOUT`]). [`Rpc::shutdown`]
 //! waits for this process's own calls, then for the other processes (a barrier of `world_size`
 //! members, by name). `init_rpc` makes this process a client of the cluster; to serve functions
-//! of its own, a program starts the embeddable server as a worker of the same name
-//! (docs/cluster.md).
+//! of its own, a program starts the embeddable server as a worker of the same name and
+//! [`Rpc::attach`]es a client of it (docs/cluster.md). A client that is not a worker and calls
+//! its own name (Paddle's `rpc_sync("worker0", ...)` in `worker0`) reaches the worker it is
+//! connected to.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -46,6 +48,9 @@ const MEMBERS_POLL: Duration = Duration::from_millis(100);
 pub struct Rpc {
     client: Client,
     name: String,
+    /// The worker calls addressed to `name` go to, when no worker is named `name` (this process
+    /// is a client of the cluster, not a worker of it).
+    self_alias: Option<String>,
     /// The number of processes `shutdown` waits for (from `init_rpc`).
     world_size: Option<usize>,
     outstanding: Arc<Outstanding>,
@@ -98,19 +103,7 @@ pub async fn init_rpc(
 ) -> Result<Rpc, Error> {
     let _ = rank;
     let client = Client::create("http", master_endpoint, name, Duration::from_secs(30)).await?;
-    let rpc = Rpc {
-        client,
-        name: name.to_owned(),
-        world_size,
-        outstanding: Arc::default(),
-    };
-    if let Some(world_size) = world_size {
-        // The member list has no change feed over HTTP: it is read until it is full.
-        while rpc.get_all_worker_infos().await?.len() < world_size {
-            tokio::time::sleep(MEMBERS_POLL).await;
-        }
-    }
-    Ok(rpc)
+    Rpc::attach(client, name, world_size).await
 }
 
 /// Paddle's timeout in seconds as a call timeout (0 or less: none).
@@ -123,6 +116,51 @@ fn timeout_of(timeout_s: f64) -> Duration {
 }
 
 impl Rpc {
+    /// [`init_rpc`] over a client already connected to a worker (one with a key or TLS, or
+    /// one connected to this process's own embedded server): named `name`, it waits until the
+    /// cluster has at least `world_size` live workers (when given).
+    ///
+    /// # Errors
+    /// As [`init_rpc`].
+    pub async fn attach(
+        client: Client,
+        name: &str,
+        world_size: Option<usize>,
+    ) -> Result<Rpc, Error> {
+        let list = client.workers().await?;
+        // A process that is not itself a worker calls itself through the worker it is
+        // connected to (Paddle's `rpc_sync("worker0", ...)` from `worker0`).
+        let self_alias = (!list.workers.iter().any(|w| w.name == name)).then_some(list.this);
+        let rpc = Rpc {
+            client,
+            name: name.to_owned(),
+            self_alias,
+            world_size,
+            outstanding: Arc::default(),
+        };
+        if let Some(world_size) = world_size {
+            // The member list has no change feed over HTTP: it is read until it is full.
+            while rpc.get_all_worker_infos().await?.len() < world_size {
+                tokio::time::sleep(MEMBERS_POLL).await;
+            }
+        }
+        Ok(rpc)
+    }
+
+    /// This process's name in the cluster (`init_rpc`'s `name`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The worker a call addressed to `to` runs on: `to`, except this process's own name when
+    /// no worker has it (then the worker this process is connected to).
+    fn route<'a>(&'a self, to: &'a str) -> &'a str {
+        match &self.self_alias {
+            Some(connected) if to == self.name => connected,
+            _ => to,
+        }
+    }
+
     /// Run `method` on worker `to` and wait for its outputs.
     ///
     /// # Errors
@@ -136,7 +174,12 @@ impl Rpc {
         timeout_s: f64,
     ) -> Result<Vec<Tensor>, Error> {
         self.client
-            .call_worker(Target::Worker(to), method, args, timeout_of(timeout_s))
+            .call_worker(
+                Target::Worker(self.route(to)),
+                method,
+                args,
+                timeout_of(timeout_s),
+            )
             .await
     }
 
@@ -151,7 +194,11 @@ impl Rpc {
         args: Vec<Tensor>,
         timeout_s: f64,
     ) -> RpcFuture {
-        let (client, to, method) = (self.client.clone(), to.to_owned(), method.to_owned());
+        let (client, to, method) = (
+            self.client.clone(),
+            self.route(to).to_owned(),
+            method.to_owned(),
+        );
         let outstanding = self.outstanding.clone();
         outstanding.count.fetch_add(1, Ordering::AcqRel);
         let timeout = timeout_of(timeout_s);
@@ -169,11 +216,13 @@ impl Rpc {
         ))
     }
 
-    /// The live worker named `name`.
+    /// The live worker named `name` (this process's own name, when no worker has it: the
+    /// worker it is connected to, as for calls).
     ///
     /// # Errors
     /// NOT_FOUND when no live worker has that name.
     pub async fn get_worker_info(&self, name: &str) -> Result<WorkerInfo, Error> {
+        let name = self.route(name);
         self.get_all_worker_infos()
             .await?
             .into_iter()
