@@ -5,11 +5,13 @@
 //! Which process is a worker and which a client is decided in Python
 //! (`wasmrpc/distributed/rpc.py`); these types only carry calls.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use tokio::io::AsyncReadExt;
+use tokio::sync::watch;
 use wasmrpc_client::cluster::WorkerInfo;
 use wasmrpc_client::cluster::coordinator::ClusterCoordinator;
 use wasmrpc_client::cluster::paddle::Rpc;
@@ -31,6 +33,9 @@ fn worker(w: WorkerInfo) -> PyWorker {
 #[pyclass(frozen, module = "wasmrpc._native")]
 pub(crate) struct NativeRpc {
     rpc: Rpc,
+    /// `rpc_async` calls whose value Python cannot see yet (as for [`NativeCoordinator`]):
+    /// `shutdown` waits for them, so every future is done after it.
+    unsettled: Arc<watch::Sender<usize>>,
 }
 
 #[pymethods]
@@ -51,7 +56,10 @@ impl NativeRpc {
             async move { Rpc::attach(client, &name, world_size).await },
         )?
         .map_err(|e| to_pyerr(py, &e))?;
-        Ok(NativeRpc { rpc })
+        Ok(NativeRpc {
+            rpc,
+            unsettled: Arc::new(watch::Sender::new(0)),
+        })
     }
 
     /// Run `method` on worker `to` and wait for its outputs (Paddle's `rpc_sync`).
@@ -87,7 +95,11 @@ impl NativeRpc {
             let _entered = runtime()?.enter();
             self.rpc.rpc_async(&to, &method, args, timeout_s)
         };
-        NativePending::spawn(async move { future.wait().await })
+        self.unsettled.send_modify(|n| *n += 1);
+        let unsettled = self.unsettled.clone();
+        NativePending::spawn_then(async move { future.wait().await }, move || {
+            unsettled.send_modify(|n| *n -= 1);
+        })
     }
 
     /// The live worker named `name`.
@@ -117,7 +129,12 @@ impl NativeRpc {
     /// Wait for this process's outstanding calls, then for the others (Paddle's `shutdown`).
     fn shutdown(&self, py: Python<'_>) -> PyResult<()> {
         let rpc = self.rpc.clone();
-        wait(py, async move { rpc.shutdown().await })?.map_err(|e| to_pyerr(py, &e))
+        let mut unsettled = self.unsettled.subscribe();
+        wait(py, async move {
+            let _ = unsettled.wait_for(|n| *n == 0).await;
+            rpc.shutdown().await
+        })?
+        .map_err(|e| to_pyerr(py, &e))
     }
 }
 
@@ -125,6 +142,10 @@ impl NativeRpc {
 #[pyclass(frozen, module = "wasmrpc._native")]
 pub(crate) struct NativeCoordinator {
     coordinator: ClusterCoordinator,
+    /// Scheduled calls whose value Python cannot see yet. The Rust coordinator counts a call
+    /// finished when its task ends, a moment before the `NativePending` holding its value is
+    /// done: `join` and `done` wait for these too, so that every value is done after `join`.
+    unsettled: Arc<watch::Sender<usize>>,
 }
 
 #[pymethods]
@@ -134,6 +155,7 @@ impl NativeCoordinator {
     fn new(py: Python<'_>, client: &NativeClient) -> PyResult<NativeCoordinator> {
         Ok(NativeCoordinator {
             coordinator: ClusterCoordinator::new(client.client(py)?),
+            unsettled: Arc::new(watch::Sender::new(0)),
         })
     }
 
@@ -150,19 +172,29 @@ impl NativeCoordinator {
             let _entered = runtime()?.enter();
             self.coordinator.schedule(&method, args)
         };
-        NativePending::spawn(async move { value.fetch().await })
+        self.unsettled.send_modify(|n| *n += 1);
+        let unsettled = self.unsettled.clone();
+        NativePending::spawn_then(async move { value.fetch().await }, move || {
+            unsettled.send_modify(|n| *n -= 1);
+        })
     }
 
     /// Wait (GIL released) for everything scheduled; raises the first error since the last
     /// `join`.
     fn join(&self, py: Python<'_>) -> PyResult<()> {
         let coordinator = self.coordinator.clone();
-        wait(py, async move { coordinator.join().await })?.map_err(|e| to_pyerr(py, &e))
+        let mut unsettled = self.unsettled.subscribe();
+        wait(py, async move {
+            let joined = coordinator.join().await;
+            let _ = unsettled.wait_for(|n| *n == 0).await;
+            joined
+        })?
+        .map_err(|e| to_pyerr(py, &e))
     }
 
     /// Whether everything scheduled has finished (never waits).
     fn done(&self) -> bool {
-        self.coordinator.done()
+        *self.unsettled.borrow() == 0
     }
 }
 

@@ -46,6 +46,15 @@ impl NativePending {
     pub(crate) fn spawn(
         call: impl Future<Output = CallResult> + Send + 'static,
     ) -> PyResult<NativePending> {
+        NativePending::spawn_then(call, || ())
+    }
+
+    /// [`NativePending::spawn`], running `settled` once the result is visible to Python (for
+    /// a count of calls not yet settled that must not run ahead of `done()`).
+    pub(crate) fn spawn_then(
+        call: impl Future<Output = CallResult> + Send + 'static,
+        settled: impl FnOnce() + Send + 'static,
+    ) -> PyResult<NativePending> {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             done: watch::Sender::new(false),
@@ -59,6 +68,7 @@ impl NativePending {
                 std::mem::take(&mut state.callbacks)
             };
             task.done.send_replace(true);
+            settled();
             if !callbacks.is_empty() {
                 // Python code may block on the GIL: not on a runtime worker.
                 tokio::task::spawn_blocking(move || run_callbacks(callbacks));

@@ -144,8 +144,12 @@ def test_paddle_errors_name_what_went_wrong(cluster, address):
         assert fut.done()
         # The others still answer.
         assert rpc.rpc_sync(rpc.get_worker_info("w1"), "add", args=(20, 22)) == 42
+        futures = [rpc.rpc_async("w1", "add", args=(i, 1)) for i in range(50)]
     finally:
         rpc.shutdown()
+    # shutdown waited for every call this process started.
+    assert all(f.done() for f in futures)
+    assert [int(f.wait()) for f in futures] == list(range(1, 51))
 
 
 def test_schedule_with_a_worker_killed_midway_resolves_every_value(cluster):
