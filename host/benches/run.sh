@@ -5,6 +5,8 @@
 #
 #   P1, P2   host/benches/wrk.sh: the wasmrpc binary and the native baseline server under wrk
 #   P3-P10   host/benches/rows.rs: in process and against the real embedded server
+#   C1       host/benches/cluster.sh: a CPU-bound method on 1 cluster worker, then on 2 (issue 10);
+#            NATS from tests/nats/setup.sh. CLUSTER=0 leaves it out.
 #
 #   bash host/benches/run.sh                       # the whole table: ~6 minutes once built
 #   WRK_SECONDS=10 WRK_ROUNDS=5 bash host/benches/run.sh
@@ -28,3 +30,13 @@ WRK_SECONDS=${WRK_SECONDS:-5} WRK_ROUNDS=${WRK_ROUNDS:-3} bash host/benches/wrk.
 echo
 echo "== P3-P10"
 cargo bench -p wasmrpc-host --bench rows 2>/dev/null
+
+if [ "${CLUSTER:-1}" != 0 ]; then
+    echo
+    echo "== C1: the cluster, 1 worker against 2"
+    line=$(SECONDS_PER_PHASE=${SECONDS_PER_PHASE:-15} bash host/benches/cluster.sh 2>/dev/null | tail -n 1)
+    echo "$line"
+    ratio=$(sed -n 's/.*: \([0-9.]*\)x (target.*/\1/p' <<<"$line")
+    verdict=$(python3 -c "print('pass' if float('${ratio:-0}') >= 1.6 else 'FAIL')")
+    printf '%-3s %-52s %-44s %-10s %s\n' C1 "matmul calls/s, 2 workers / 1 worker" "${ratio}x" ">= 1.6" "$verdict"
+fi
