@@ -65,6 +65,7 @@ impl App {
         let registry = Arc::new(cluster.registry());
         let cluster = Arc::new(cluster);
         let app = App::assemble(config, registry, Some(cluster.clone()))?;
+        app.service.share_rates(Arc::new(cluster.rates()));
         if let Some(directory) = app.access.directory() {
             cluster
                 .share_tenants(directory.clone(), settings.replicas)

@@ -716,3 +716,69 @@ fn tenants_keys_and_quotas_are_shared_by_every_worker() {
         b.admin.get("/v1/tenants").json()
     );
 }
+
+#[test]
+fn a_tenants_call_rate_holds_across_workers() {
+    let Some(nats) = Nats::start() else { return };
+    let url = nats.url();
+    let a = crate::tenants::Keyed::start(&["--cluster", &url, "--name", "a"]);
+    let b = crate::tenants::Keyed::start(&["--cluster", &url, "--name", "b"]);
+    let c = crate::tenants::Keyed::start(&["--cluster", &url, "--name", "c"]);
+    let (_, answer) = a.tenant("alice");
+    let key = answer["key"].as_str().unwrap().to_owned();
+    let r = a.admin.request(
+        "PUT",
+        "/v1/tenants/alice/quota",
+        Some(json!({ "calls_per_second": 10 }).to_string().as_bytes()),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let on: Vec<_> = [&a, &b, &c]
+        .iter()
+        .map(|w| w.server.http().with_key(&key))
+        .collect();
+    let add = crate::support::guest("example-add");
+    assert_eq!(on[0].put("/v1/methods/add?export=add", &add).status, 201);
+    for (http, w) in on.iter().zip(["a", "b", "c"]) {
+        let keyed = [&a, &b, &c][["a", "b", "c"].iter().position(|n| *n == w).unwrap()];
+        eventually(
+            Duration::from_secs(5),
+            "the quota and the method on every worker",
+            || {
+                keyed.admin.get("/v1/tenants/alice").json()["quota"]["calls_per_second"] == 10
+                    && http.get("/v1/methods/add").status == 200
+            },
+        );
+    }
+    // A burst of one second's worth, then 10 a second, across all three workers together: each
+    // worker calls its own guest (no `?worker`), so only the shared bucket can hold them to it.
+    let started = Instant::now();
+    let (mut ok, mut limited) = (0u32, 0u32);
+    while started.elapsed() < Duration::from_millis(1500) {
+        for http in &on {
+            let r = http.post_json("/v1/methods/add/call", &json!({ "args": add_args(1, 2) }));
+            match r.status {
+                200 => ok += 1,
+                429 => {
+                    assert_eq!(r.code(), "RESOURCE_EXHAUSTED");
+                    assert!(
+                        r.message().contains("calls_per_second (10)"),
+                        "{}",
+                        r.message()
+                    );
+                    limited += 1;
+                }
+                other => panic!("{other}: {}", String::from_utf8_lossy(&r.body)),
+            }
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    eprintln!("3 workers, calls_per_second 10: {ok} allowed, {limited} limited in {elapsed:.2} s");
+    // Alone, each worker would allow 10 + 10 a second: three times what the tenant may do.
+    let most = 10.0 + 10.0 * elapsed + 2.0;
+    assert!(
+        f64::from(ok) <= most,
+        "{ok} calls allowed in {elapsed:.2} s, at most {most:.0}"
+    );
+    assert!(ok >= 10, "the burst of 10 was allowed ({ok})");
+    assert!(limited > 0);
+}

@@ -8,6 +8,7 @@
 pub mod barrier;
 pub mod calls;
 pub mod members;
+pub mod rates;
 pub mod store;
 pub mod tenants;
 pub mod wire;
@@ -120,6 +121,7 @@ pub struct Cluster {
     registry: NatsRegistry,
     calls: Arc<calls::Calls>,
     barriers: async_nats::jetstream::kv::Store,
+    rates: rates::NatsRates,
 }
 
 impl Cluster {
@@ -169,12 +171,13 @@ impl Cluster {
             }
         };
         let js = async_nats::jetstream::new(client.clone());
-        let (registry, workers, barriers) = loop {
+        let (registry, workers, barriers, rates) = loop {
             let opened = async {
                 Ok::<_, ClusterError>((
                     NatsRegistry::open(&js, settings.replicas).await?,
                     members::bucket(&js, settings.replicas).await?,
                     barrier::bucket(&js, settings.replicas).await?,
+                    rates::NatsRates::open(&js, settings.replicas).await?,
                 ))
             };
             match opened.await {
@@ -228,7 +231,13 @@ impl Cluster {
             registry,
             calls,
             barriers,
+            rates,
         })
+    }
+
+    /// The cluster's call-rate buckets (`calls_per_second` across workers).
+    pub fn rates(&self) -> rates::NatsRates {
+        self.rates.clone()
     }
 
     /// The shared module store.

@@ -105,6 +105,12 @@ impl Service {
         }
     }
 
+    /// Count tenants' call rates against the cluster's buckets (a worker joining a cluster), so
+    /// that `calls_per_second` holds across workers.
+    pub fn share_rates(&self, shared: Arc<dyn crate::tenancy::rate::SharedRates>) {
+        self.rates.share(shared);
+    }
+
     /// The runtime's limits and configuration.
     pub fn runtime(&self) -> &Runtime {
         &self.runtime
@@ -344,7 +350,11 @@ impl Service {
         let quota = &caller.quota;
         let result = match registration.signature.check_args(&args) {
             Err(why) => Err(ServiceError::Arguments(why)),
-            Ok(()) => match self.rates.take(&caller.tenant, quota.calls_per_second) {
+            Ok(()) => match self
+                .rates
+                .take(&caller.tenant, quota.calls_per_second)
+                .await
+            {
                 Err(retry_after) => Err(ServiceError::RateLimited {
                     per_second: quota.calls_per_second,
                     retry_after,
