@@ -39,9 +39,13 @@ pub mod cli;
 #[doc = include_str!("../../README.md")]
 mod readme_examples {}
 
-/// Parts the benchmarks measure on their own (`host/benches/`). Not a stable API.
+/// Parts the benchmarks measure on their own (`host/benches/`), and the tests drive directly.
+/// Not a stable API.
 #[doc(hidden)]
 pub mod internals {
     pub use crate::accept::{ServeOptions, serve_connections};
+    pub use crate::cluster::NatsRegistry;
+    pub use crate::registry::{NewRegistration, RegistrationLimits, Registry};
     pub use crate::runtime::{Runtime, RuntimeConfig};
+    pub use crate::tenancy::TenantId;
 }

@@ -782,3 +782,69 @@ fn a_tenants_call_rate_holds_across_workers() {
     assert!(ok >= 10, "the burst of 10 was allowed ({ok})");
     assert!(limited > 0);
 }
+
+/// Two workers' stores registering for one tenant at the same instant, past the point where
+/// each has checked the quota against its own index: through HTTP the compiles before the check
+/// rarely end within the moment that takes, so the stores are driven directly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registrations_at_the_same_moment_on_two_workers_cannot_both_pass_a_quota() {
+    use wasmrpc_host::internals::{
+        NatsRegistry, NewRegistration, RegistrationLimits, Registry, TenantId,
+    };
+    let Some(nats) = Nats::start() else { return };
+    let open = || async {
+        let client = async_nats::connect(nats.url()).await.unwrap();
+        NatsRegistry::open(&async_nats::jetstream::new(client), 1)
+            .await
+            .unwrap()
+    };
+    let (a, b) = (open().await, open().await);
+    let tenant = TenantId::new("alice");
+    let new = |name: &str| NewRegistration {
+        tenant: tenant.clone(),
+        name: name.to_owned(),
+        export: "add".to_owned(),
+        signature: wasmrpc_proto::MethodSignature {
+            name: "add".to_owned(),
+            inputs: vec![],
+            outputs: vec![],
+            doc: String::new(),
+        },
+        limits: RegistrationLimits {
+            max_methods: 1,
+            max_stored_bytes: 0,
+        },
+    };
+    for round in 0..20u8 {
+        let bytes = std::sync::Arc::new(vec![round; 64]);
+        let (one, two) = tokio::join!(
+            a.register(new(&format!("a{round}")), bytes.clone()),
+            b.register(new(&format!("b{round}")), bytes.clone())
+        );
+        let (passed, refused) = match (one, two) {
+            (Ok(won), Err(lost)) | (Err(lost), Ok(won)) => (won.name.clone(), lost),
+            other => panic!("round {round}: one of the two must pass: {other:?}"),
+        };
+        assert!(refused.to_string().contains("max_methods (1)"), "{refused}");
+        // The winner is all either store lists; it goes before the next round.
+        for store in [&a, &b] {
+            let started = Instant::now();
+            while store.index().list(&tenant).len() != 1 {
+                assert!(
+                    started.elapsed() < Duration::from_secs(2),
+                    "round {round}: one method in each store"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        a.delete(&tenant, &passed).await.unwrap();
+        let started = Instant::now();
+        while !b.index().list(&tenant).is_empty() {
+            assert!(
+                started.elapsed() < Duration::from_secs(2),
+                "round {round}: the delete reached b"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}

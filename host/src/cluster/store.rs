@@ -27,6 +27,8 @@ use crate::tenancy::TenantId;
 pub const REGISTRATIONS: &str = "wasmrpc_registrations";
 /// The object store of component bytes.
 pub const BLOBS: &str = "wasmrpc_blobs";
+/// How long a registration's quota check waits for the index to reach the registration.
+const QUOTA_CATCH_UP: Duration = Duration::from_secs(5);
 
 /// A [`Registry`] whose truth is in JetStream. Cloning shares it.
 #[derive(Clone)]
@@ -34,6 +36,10 @@ pub struct NatsRegistry {
     kv: kv::Store,
     blobs: ObjectStore,
     index: Arc<RwLock<RegistrationIndex>>,
+    /// The bucket revision of each registration in the index (by key), and the last revision the
+    /// index has applied: what the quota check after a registration needs (see `register`).
+    revisions: Arc<RwLock<std::collections::HashMap<String, u64>>>,
+    applied: Arc<tokio::sync::watch::Sender<u64>>,
     /// Serialises this worker's writes, so its own quota checks and version picks do not race
     /// each other (other workers' writes are ordered by the compare-and-set creates).
     write_lock: Arc<tokio::sync::Mutex<()>>,
@@ -114,24 +120,30 @@ impl NatsRegistry {
             .state
             .last_sequence;
         let mut index = RegistrationIndex::default();
+        let mut revisions = std::collections::HashMap::new();
         let mut keys = kv
             .keys()
             .await
             .map_err(|e| ClusterError::nats("listing registrations", e))?;
         while let Some(k) = keys.next().await {
             let k = k.map_err(|e| ClusterError::nats("listing registrations", e))?;
-            let value = kv
-                .get(&k)
+            let entry = kv
+                .entry(&k)
                 .await
                 .map_err(|e| ClusterError::nats("reading a registration", e))?;
-            if let Some(value) = value {
-                index.insert(decode(&value).map_err(|e| ClusterError::Store(e.to_string()))?);
+            if let Some(entry) = entry
+                && entry.operation == Operation::Put
+            {
+                index.insert(decode(&entry.value).map_err(|e| ClusterError::Store(e.to_string()))?);
+                revisions.insert(k, entry.revision);
             }
         }
         let registry = NatsRegistry {
             kv,
             blobs,
             index: Arc::new(RwLock::new(index)),
+            revisions: Arc::new(RwLock::new(revisions)),
+            applied: Arc::new(tokio::sync::watch::Sender::new(last)),
             write_lock: Arc::new(tokio::sync::Mutex::new(())),
         };
         tokio::spawn(registry.clone().follow(last + 1));
@@ -159,25 +171,91 @@ impl NatsRegistry {
                     }
                 };
                 from = change.revision + 1;
-                self.apply(&change.key, change.operation, &change.value);
+                self.apply(
+                    &change.key,
+                    change.operation,
+                    &change.value,
+                    change.revision,
+                );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
-    fn apply(&self, key: &str, operation: Operation, value: &[u8]) {
+    fn apply(&self, key: &str, operation: Operation, value: &[u8], revision: u64) {
         match operation {
             Operation::Put => match decode(value) {
-                Ok(r) => self.index_mut().insert(r),
+                Ok(r) => {
+                    self.index_mut().insert(r);
+                    self.revisions_mut().insert(key.to_owned(), revision);
+                }
                 Err(e) => tracing::warn!(key, error = %e, "unreadable registration in the bucket"),
             },
             Operation::Delete | Operation::Purge => match parse_key(key) {
                 Some((tenant, name, version)) => {
                     self.index_mut().remove_version(&tenant, &name, version);
+                    self.revisions_mut().remove(key);
                 }
                 None => tracing::warn!(key, "unexpected key in the registrations bucket"),
             },
         }
+        self.applied.send_if_modified(|applied| {
+            let newer = revision > *applied;
+            *applied = (*applied).max(revision);
+            newer
+        });
+    }
+
+    fn revisions_mut(
+        &self,
+    ) -> std::sync::RwLockWriteGuard<'_, std::collections::HashMap<String, u64>> {
+        self.revisions
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the registration committed at `revision` puts its tenant over `limits`, counting
+    /// only the registrations committed before it. Two workers may pass the first check at the
+    /// same moment (each index is a moment behind the other's writes); this one, run once the
+    /// index has caught up with `revision`, orders them: the later one is refused.
+    async fn over_quota_at(
+        &self,
+        new: &NewRegistration,
+        digest: &Digest,
+        size: u64,
+        revision: u64,
+    ) -> Option<String> {
+        if new.limits.max_methods == 0 && new.limits.max_stored_bytes == 0 {
+            return None;
+        }
+        let mut applied = self.applied.subscribe();
+        let caught_up = tokio::time::timeout(
+            QUOTA_CATCH_UP,
+            applied.wait_for(|applied| *applied >= revision),
+        )
+        .await;
+        if !matches!(caught_up, Ok(Ok(_))) {
+            tracing::warn!(
+                revision,
+                "the registrations watch is behind; the quota was checked on this worker's view alone"
+            );
+            return None;
+        }
+        let earlier = {
+            let index = self.index();
+            let revisions = self
+                .revisions
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            RegistrationIndex::from_registrations(
+                index.list(&new.tenant).into_iter().flatten().filter(|r| {
+                    revisions
+                        .get(&key(r.tenant.as_str(), &r.name, r.version))
+                        .is_some_and(|&at| at < revision)
+                }),
+            )
+        };
+        earlier.over_quota(&new.tenant, &new.name, digest, size, &new.limits)
     }
 
     fn index_mut(&self) -> std::sync::RwLockWriteGuard<'_, RegistrationIndex> {
@@ -255,9 +333,21 @@ impl Registry for NatsRegistry {
                 .create(&k, Bytes::from(record::encode(&registration)))
                 .await
             {
-                Ok(_) => {
+                Ok(revision) => {
+                    if let Some(why) = self
+                        .over_quota_at(&new, &digest, component.len() as u64, revision)
+                        .await
+                    {
+                        // Another worker's registration came first: this one is withdrawn.
+                        self.kv
+                            .delete(&k)
+                            .await
+                            .map_err(|e| nats_err("withdrawing a registration over quota", e))?;
+                        return Err(RegistryError::Quota(why));
+                    }
                     let registration = Arc::new(registration);
                     self.index_mut().insert(registration.clone());
+                    self.revisions_mut().insert(k, revision);
                     return Ok(registration);
                 }
                 // Another worker took this version first: the next one.

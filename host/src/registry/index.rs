@@ -204,7 +204,7 @@ impl RegistrationIndex {
         let after = usage.stored_bytes + if new_bytes { size } else { 0 };
         if limits.max_stored_bytes > 0 && after > limits.max_stored_bytes {
             return Some(format!(
-                "quota max_stored_bytes ({}) would be exceeded: {} bytes are stored and this                  component is {size} bytes",
+                "quota max_stored_bytes ({}) would be exceeded: {} bytes are stored and this component is {size} bytes",
                 limits.max_stored_bytes, usage.stored_bytes
             ));
         }
