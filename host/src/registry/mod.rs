@@ -203,7 +203,7 @@ pub trait Registry: Send + Sync + 'static {
     /// The component's bytes, verified against `digest`.
     ///
     /// # Errors
-    /// [`RegistryError::MissingBlob`], [`RegistryError::Corrupt`], or storage failure.
+    /// `RegistryError::MissingBlob`, `RegistryError::Corrupt`, or storage failure.
     async fn blob(&self, digest: Digest) -> Result<Vec<u8>, RegistryError>;
 
     /// The registry's in-memory cache of its registrations, which every read below answers
