@@ -848,3 +848,95 @@ async fn registrations_at_the_same_moment_on_two_workers_cannot_both_pass_a_quot
         }
     }
 }
+
+/// Blobs no registration uses are swept away (past a grace period, here none); one another
+/// tenant still uses stays, and a registration of swept bytes stores them again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blobs_no_registration_uses_are_swept_and_used_ones_stay() {
+    use wasmrpc_host::internals::{
+        NatsRegistry, NewRegistration, RegistrationLimits, Registry, TenantId,
+    };
+    let Some(nats) = Nats::start() else { return };
+    let open = || async {
+        let client = async_nats::connect(nats.url()).await.unwrap();
+        NatsRegistry::open(&async_nats::jetstream::new(client), 1)
+            .await
+            .unwrap()
+    };
+    let (a, b) = (open().await, open().await);
+    let (alice, bob) = (TenantId::new("alice"), TenantId::new("bob"));
+    let new = |tenant: &TenantId, name: &str| NewRegistration {
+        tenant: tenant.clone(),
+        name: name.to_owned(),
+        export: "f".to_owned(),
+        signature: wasmrpc_proto::MethodSignature {
+            name: "f".to_owned(),
+            inputs: vec![],
+            outputs: vec![],
+            doc: String::new(),
+        },
+        limits: RegistrationLimits::default(),
+    };
+    let shared = std::sync::Arc::new(vec![1u8; 3000]);
+    let own = std::sync::Arc::new(vec![2u8; 3000]);
+    let x = a
+        .register(new(&alice, "x"), shared.clone())
+        .await
+        .unwrap()
+        .digest;
+    a.register(new(&bob, "y"), shared.clone()).await.unwrap();
+    let z = a
+        .register(new(&alice, "z"), own.clone())
+        .await
+        .unwrap()
+        .digest;
+    let caught_up = |store: &NatsRegistry, count: usize| {
+        let store = store.clone();
+        async move {
+            let started = Instant::now();
+            while store.index().all().len() != count {
+                assert!(
+                    started.elapsed() < Duration::from_secs(2),
+                    "the index never held {count}"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    };
+    caught_up(&b, 3).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(
+        b.sweep_blobs(Duration::ZERO).await.unwrap(),
+        0,
+        "every blob is used"
+    );
+
+    // Alice's `x` goes: bob's `y` still uses the same bytes.
+    a.delete(&alice, "x").await.unwrap();
+    caught_up(&b, 2).await;
+    assert_eq!(b.sweep_blobs(Duration::ZERO).await.unwrap(), 0);
+    assert_eq!(*a.blob(x).await.unwrap(), *shared);
+
+    // Bob's `y` goes too: the blob is swept, through the other worker.
+    a.delete(&bob, "y").await.unwrap();
+    caught_up(&b, 1).await;
+    assert_eq!(b.sweep_blobs(Duration::ZERO).await.unwrap(), 1);
+    let gone = a.blob(x).await.unwrap_err();
+    assert!(
+        gone.to_string().contains("missing") || gone.to_string().contains(&x.to_hex()),
+        "{gone}"
+    );
+    assert_eq!(
+        *a.blob(z).await.unwrap(),
+        *own,
+        "alice's `z` keeps its blob"
+    );
+
+    // Within the grace period an unused blob stays; registering swept bytes stores them again.
+    a.delete(&alice, "z").await.unwrap();
+    caught_up(&b, 0).await;
+    assert_eq!(b.sweep_blobs(Duration::from_secs(600)).await.unwrap(), 0);
+    assert_eq!(*a.blob(z).await.unwrap(), *own);
+    b.register(new(&alice, "x"), shared.clone()).await.unwrap();
+    assert_eq!(*a.blob(x).await.unwrap(), *shared);
+}

@@ -7,6 +7,10 @@
 //! a watch of the bucket, so a registration made through any worker is visible on all of them as
 //! soon as NATS delivers it. A version number is taken with a compare-and-set create of its key, so
 //! two workers registering the same name at once get different versions.
+//!
+//! A blob stays while any registration (of any tenant) uses it; each worker sweeps the unused
+//! ones every few minutes, once they have been unused and unwritten for [`BLOB_GRACE`]
+//! ([`NatsRegistry::sweep_blobs`]).
 
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -29,10 +33,17 @@ pub const REGISTRATIONS: &str = "wasmrpc_registrations";
 pub const BLOBS: &str = "wasmrpc_blobs";
 /// How long a registration's quota check waits for the index to reach the registration.
 const QUOTA_CATCH_UP: Duration = Duration::from_secs(5);
+/// How long a blob that no registration uses is kept: the sweep removes it after this, so a
+/// registration of the same bytes in flight meanwhile finds it (and writes it again if older
+/// than half of this).
+pub const BLOB_GRACE: Duration = Duration::from_secs(600);
+/// How often each worker sweeps the unused blobs.
+const SWEEP_EVERY: Duration = Duration::from_secs(300);
 
 /// A [`Registry`] whose truth is in JetStream. Cloning shares it.
 #[derive(Clone)]
 pub struct NatsRegistry {
+    js: async_nats::jetstream::Context,
     kv: kv::Store,
     blobs: ObjectStore,
     index: Arc<RwLock<RegistrationIndex>>,
@@ -139,6 +150,7 @@ impl NatsRegistry {
             }
         }
         let registry = NatsRegistry {
+            js: js.clone(),
             kv,
             blobs,
             index: Arc::new(RwLock::new(index)),
@@ -147,6 +159,7 @@ impl NatsRegistry {
             write_lock: Arc::new(tokio::sync::Mutex::new(())),
         };
         tokio::spawn(registry.clone().follow(last + 1));
+        tokio::spawn(registry.clone().sweep_forever());
         Ok(registry)
     }
 
@@ -262,12 +275,15 @@ impl NatsRegistry {
         self.index.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Store a blob unless it is there already (same digest, same size).
+    /// Store a blob unless it is there already (same digest, same size) and young: one older
+    /// than half [`BLOB_GRACE`] is written again, so that the sweep, which removes only blobs
+    /// older than [`BLOB_GRACE`], leaves alone a blob that is about to be referred to.
     async fn put_blob(&self, digest: &Digest, component: &[u8]) -> Result<(), RegistryError> {
         let name = digest.to_hex();
         if let Ok(info) = self.blobs.info(&name).await
             && !info.deleted
             && info.size == component.len()
+            && !older_than(info.modified, BLOB_GRACE / 2)
         {
             return Ok(());
         }
@@ -277,6 +293,91 @@ impl NatsRegistry {
             .await
             .map_err(|e| nats_err("storing the component", e))?;
         Ok(())
+    }
+}
+
+/// Whether an object last written at `modified` is older than `age` (one without a time is).
+fn older_than(modified: Option<async_nats::datetime::DateTime>, age: Duration) -> bool {
+    let Some(modified) = modified else {
+        return true;
+    };
+    let written_ms = modified.unix_timestamp_nanos() / 1_000_000;
+    i128::from(now_ms()) - written_ms
+        > i128::from(u64::try_from(age.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl NatsRegistry {
+    /// Remove every blob that no registration refers to and that was written more than `grace`
+    /// ago; returns how many were removed. The index is first brought up to the bucket's last
+    /// revision, so a registration committed before the sweep began counts; each blob is looked
+    /// at again just before it goes.
+    ///
+    /// # Errors
+    /// NATS cannot be reached, or the index does not catch up within a few seconds.
+    pub async fn sweep_blobs(&self, grace: Duration) -> Result<usize, RegistryError> {
+        let last = self
+            .js
+            .get_stream(&self.kv.stream_name)
+            .await
+            .map_err(|e| nats_err("reading the registrations bucket", e))?
+            .info()
+            .await
+            .map_err(|e| nats_err("reading the registrations bucket", e))?
+            .state
+            .last_sequence;
+        let mut applied = self.applied.subscribe();
+        if !matches!(
+            tokio::time::timeout(QUOTA_CATCH_UP, applied.wait_for(|a| *a >= last)).await,
+            Ok(Ok(_))
+        ) {
+            return Err(RegistryError::Unreachable(
+                "the registrations watch is behind; blobs were not swept".into(),
+            ));
+        }
+        let unused = |info: &object_store::ObjectInfo| -> Option<Digest> {
+            let digest: Digest = info.name.parse().ok()?;
+            (!info.deleted && older_than(info.modified, grace) && !self.index().uses(&digest))
+                .then_some(digest)
+        };
+        let mut candidates = Vec::new();
+        let mut listed = self
+            .blobs
+            .list()
+            .await
+            .map_err(|e| nats_err("listing blobs", e))?;
+        while let Some(info) = listed.next().await {
+            let info = info.map_err(|e| nats_err("listing blobs", e))?;
+            candidates.extend(unused(&info));
+        }
+        let mut removed = 0;
+        for digest in candidates {
+            let name = digest.to_hex();
+            match self.blobs.info(&name).await {
+                Ok(info) if unused(&info).is_some() => {}
+                _ => continue,
+            }
+            self.blobs
+                .delete(&name)
+                .await
+                .map_err(|e| nats_err("removing a blob", e))?;
+            removed += 1;
+        }
+        Ok(removed)
+    }
+
+    /// Sweep every [`SWEEP_EVERY`] (with a worker's own offset, so workers do not sweep at the
+    /// same moment), for as long as the process lives.
+    async fn sweep_forever(self) {
+        let offset = Duration::from_millis(u64::from_le_bytes(super::rand_id()) % 60_000);
+        tokio::time::sleep(SWEEP_EVERY / 2 + offset).await;
+        loop {
+            match self.sweep_blobs(BLOB_GRACE).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(removed = n, "removed blobs no registration uses"),
+                Err(e) => tracing::warn!(error = %e, "sweeping unused blobs"),
+            }
+            tokio::time::sleep(SWEEP_EVERY).await;
+        }
     }
 }
 
@@ -298,8 +399,8 @@ impl Registry for NatsRegistry {
         component: Arc<Vec<u8>>,
     ) -> Result<Arc<Registration>, RegistryError> {
         let digest = Digest::of(&component);
-        // Blobs are never removed while the cluster runs (see docs/cluster.md), so once stored
-        // here a registration may point at it.
+        // Unused blobs are swept only past BLOB_GRACE, and this writes one again when it is older
+        // than half of that: it stays for the registration below (checked again after it).
         self.put_blob(&digest, &component).await?;
         let _guard = self.write_lock.lock().await;
         if let Some(why) = self.index().over_quota(
@@ -344,6 +445,11 @@ impl Registry for NatsRegistry {
                             .await
                             .map_err(|e| nats_err("withdrawing a registration over quota", e))?;
                         return Err(RegistryError::Quota(why));
+                    }
+                    // A sweep that began before this commit may still have taken the blob.
+                    if !matches!(self.blobs.info(digest.to_hex()).await, Ok(info) if !info.deleted)
+                    {
+                        self.put_blob(&digest, &component).await?;
                     }
                     let registration = Arc::new(registration);
                     self.index_mut().insert(registration.clone());
