@@ -59,9 +59,12 @@ impl App {
             .cluster
             .clone()
             .ok_or_else(|| anyhow::anyhow!("no cluster to join: give --cluster and --name"))?;
-        let cluster = Cluster::join(&settings, listen)
-            .await
-            .map_err(|e| anyhow::anyhow!("joining the cluster at {}: {e}", settings.urls))?;
+        let cluster = Cluster::join(&settings, listen).await.map_err(|e| {
+            anyhow::anyhow!(
+                "joining the cluster at {}: {e}",
+                settings.urls_for_display()
+            )
+        })?;
         let registry = Arc::new(cluster.registry());
         let cluster = Arc::new(cluster);
         let app = App::assemble(config, registry, Some(cluster.clone()))?;

@@ -111,7 +111,9 @@ pub struct ServeSettings {
     pub tenant_calls_per_second: Option<u64>,
     /// Join the cluster on these NATS servers (`nats://HOST:PORT`, comma-separated; JetStream,
     /// nats-server 2.10 or newer): the module store is shared and calls may run on any worker
-    /// (docs/cluster.md). Needs --name.
+    /// (docs/cluster.md). Needs --name. A NATS user and password, or a token, go in the URL
+    /// (`nats://USER:PASSWORD@HOST:PORT`, `nats://TOKEN@HOST:PORT`; WASMRPC_CLUSTER keeps them
+    /// off the command line); `tls://` connects over TLS.
     #[arg(long, env = "WASMRPC_CLUSTER")]
     pub cluster: Option<String>,
     /// This worker's unique name in the cluster (1 to 64 of A-Z a-z 0-9 - _ /).
@@ -127,6 +129,10 @@ pub struct ServeSettings {
     /// Replicas of the cluster's buckets: 1 on one NATS server, up to 5 on a NATS cluster.
     #[arg(long, env = "WASMRPC_CLUSTER_REPLICAS")]
     pub cluster_replicas: Option<usize>,
+    /// A PEM file of CA certificates to trust for NATS over TLS (`tls://` URLs, or a server
+    /// that requires TLS); without it, the system's roots.
+    #[arg(long, env = "WASMRPC_CLUSTER_CA")]
+    pub cluster_ca: Option<PathBuf>,
 }
 
 macro_rules! merge_fields {
@@ -172,7 +178,8 @@ impl ServeSettings {
             name,
             rank,
             advertise,
-            cluster_replicas
+            cluster_replicas,
+            cluster_ca
         );
         self
     }
@@ -303,6 +310,7 @@ impl ServeSettings {
                 rank: self.rank.unwrap_or(0),
                 advertise: self.advertise.clone(),
                 replicas: self.cluster_replicas.unwrap_or(1).clamp(1, 5),
+                ca: self.cluster_ca.clone(),
             }),
             (Some(_), None) => anyhow::bail!(
                 "--cluster needs --name: every worker of a cluster has a unique name \

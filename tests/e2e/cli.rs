@@ -62,3 +62,32 @@ fn serve_refuses_a_non_loopback_address_without_auth() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("refusing"));
 }
+
+#[test]
+fn the_serve_help_in_the_operations_guide_is_the_binarys() {
+    let help = Command::new(env!("CARGO_BIN_EXE_wasmrpc"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    assert!(help.status.success());
+    let help = String::from_utf8(help.stdout).unwrap();
+    let guide = std::fs::read_to_string(
+        crate::support::guests::workspace_root().join("docs/operations.md"),
+    )
+    .unwrap();
+    let after = guide
+        .split_once("`wasmrpc serve --help`:")
+        .expect("docs/operations.md quotes `wasmrpc serve --help`")
+        .1;
+    let block = after
+        .split_once("```")
+        .and_then(|(_, rest)| rest.split_once('\n'))
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .expect("a fenced block")
+        .0;
+    assert_eq!(
+        block.trim_end(),
+        help.trim_end(),
+        "docs/operations.md's `serve --help` is out of date: paste the binary's"
+    );
+}

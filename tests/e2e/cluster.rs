@@ -940,3 +940,42 @@ async fn blobs_no_registration_uses_are_swept_and_used_ones_stay() {
     b.register(new(&alice, "x"), shared.clone()).await.unwrap();
     assert_eq!(*a.blob(x).await.unwrap(), *shared);
 }
+
+#[test]
+fn workers_join_a_nats_that_requires_a_password_and_wrong_ones_are_refused_at_once() {
+    let Some(nats) = Nats::start_with(&["--user", "wasmrpc", "--pass", "s3cret-pass"]) else {
+        return;
+    };
+    let url = |userinfo: &str| format!("nats://{userinfo}@127.0.0.1:{}", nats.port);
+    // The password goes in the URL (WASMRPC_CLUSTER keeps it off the command line).
+    let worker = TestServer::start(&["--cluster", &url("wasmrpc:s3cret-pass"), "--name", "w0"]);
+    assert_eq!(names(&worker), ["w0"]);
+
+    let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmrpc"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .args(["--cluster", &url("wasmrpc:wrong-pass"), "--name", "w1"])
+        .env("WASMRPC_LOG", "off")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("NATS refused this worker's credentials"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("wrong-pass"),
+        "the password is never shown: {stderr}"
+    );
+    assert!(stderr.contains("nats://***@127.0.0.1"), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "refused at once, not after the wait for NATS: {:?}",
+        started.elapsed()
+    );
+}

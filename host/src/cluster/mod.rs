@@ -68,6 +68,55 @@ pub struct ClusterSettings {
     pub advertise: Option<String>,
     /// Replicas of the buckets (1 for a single NATS server; up to the NATS cluster's size).
     pub replicas: usize,
+    /// CA certificates to trust for NATS over TLS (`--cluster-ca`).
+    pub ca: Option<std::path::PathBuf>,
+}
+
+impl ClusterSettings {
+    /// The NATS URLs as they may be shown: any user, password or token replaced by `***`.
+    pub fn urls_for_display(&self) -> String {
+        self.urls
+            .split(',')
+            .map(|u| {
+                let u = u.trim();
+                match (u.find("://"), u.rfind('@')) {
+                    (Some(scheme), Some(at)) if at > scheme => {
+                        format!("{}***{}", &u[..scheme + 3], &u[at..])
+                    }
+                    _ => u.to_owned(),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// How to connect: the worker's name, the credentials from the URLs and the CAs to trust.
+    fn connect_options(
+        &self,
+        addrs: &[ServerAddr],
+    ) -> Result<async_nats::ConnectOptions, ClusterError> {
+        let mut options = async_nats::ConnectOptions::new()
+            .name(format!("wasmrpc {}", self.name))
+            .connection_timeout(Duration::from_secs(5));
+        if let Some(addr) = addrs.iter().find(|a| a.username().is_some()) {
+            let user = addr.username().unwrap_or_default().to_owned();
+            options = match addr.password() {
+                Some(password) => options.user_and_password(user, password.to_owned()),
+                // `nats://TOKEN@HOST`: a user without a password is a token.
+                None => options.token(user),
+            };
+        }
+        if let Some(ca) = &self.ca {
+            if !ca.is_file() {
+                return Err(ClusterError::Settings(format!(
+                    "--cluster-ca {}: no such file",
+                    ca.display()
+                )));
+            }
+            options = options.add_root_certificates(ca.clone()).require_tls(true);
+        }
+        Ok(options)
+    }
 }
 
 /// Why joining or working in the cluster failed.
@@ -149,20 +198,26 @@ impl Cluster {
             .map_err(|e| {
                 ClusterError::Settings(format!(
                     "--cluster `{}` is not a NATS URL: {e}",
-                    settings.urls
+                    settings.urls_for_display()
                 ))
             })?;
         // NATS started alongside the workers may not listen yet, and a NATS cluster that has just
         // started elects its JetStream leader first: both are waited for, within JETSTREAM_WAIT.
         let give_up = std::time::Instant::now() + JETSTREAM_WAIT;
         let client = loop {
-            let connected = async_nats::ConnectOptions::new()
-                .name(format!("wasmrpc {}", settings.name))
-                .connection_timeout(Duration::from_secs(5))
+            let connected = settings
+                .connect_options(&addrs)?
                 .connect(addrs.clone())
                 .await;
             match connected {
                 Ok(client) => break client,
+                Err(e) if e.kind() == async_nats::ConnectErrorKind::AuthorizationViolation => {
+                    return Err(ClusterError::nats(
+                        "NATS refused this worker's credentials (the user and password, or \
+                         token, in the --cluster URL)",
+                        e,
+                    ));
+                }
                 Err(e) if std::time::Instant::now() < give_up => {
                     tracing::warn!(error = %e, "NATS is not reachable yet; trying again");
                     tokio::time::sleep(Duration::from_millis(500)).await;

@@ -64,6 +64,11 @@ pub struct Nats {
 impl Nats {
     /// A single nats-server with JetStream, or `None` when there is none to run (see the module).
     pub fn start() -> Option<Nats> {
+        Nats::start_with(&[])
+    }
+
+    /// The same with more nats-server arguments (`--user`, `--pass`...).
+    pub fn start_with(args: &[&str]) -> Option<Nats> {
         let binary = nats_server_binary()?;
         let port = free_port();
         let store = tempfile::tempdir().expect("temp dir");
@@ -71,7 +76,7 @@ impl Nats {
             binary,
             child: None,
             port,
-            args: Vec::new(),
+            args: args.iter().map(|a| a.to_string()).collect(),
             store,
         };
         nats.spawn();
