@@ -67,8 +67,18 @@ impl App {
         })?;
         let registry = Arc::new(cluster.registry());
         let cluster = Arc::new(cluster);
+        // Tenants (with keys) limited below the default concurrency quota are limited across
+        // the cluster; the default bounds each worker's share of its own slots.
+        let slots_default = config
+            .admin_key_file
+            .is_some()
+            .then_some(config.tenant_defaults.max_concurrent_calls);
         let app = App::assemble(config, registry, Some(cluster.clone()))?;
         app.service.share_rates(Arc::new(cluster.rates()));
+        if let Some(per_worker) = slots_default {
+            app.service
+                .share_slots(Arc::new(cluster.slots()), per_worker);
+        }
         if let Some(directory) = app.access.directory() {
             cluster
                 .share_tenants(directory.clone(), settings.replicas)

@@ -979,3 +979,105 @@ fn workers_join_a_nats_that_requires_a_password_and_wrong_ones_are_refused_at_on
         started.elapsed()
     );
 }
+
+/// A tenant limited to one running call runs one on all workers together: a call on a second
+/// worker waits for the first worker's to end; a killed worker's slot comes back.
+#[test]
+fn a_tenants_concurrency_quota_holds_across_workers() {
+    let Some(nats) = Nats::start() else { return };
+    let url = nats.url();
+    let a = crate::tenants::Keyed::start(&["--cluster", &url, "--name", "a"]);
+    let b = crate::tenants::Keyed::start(&["--cluster", &url, "--name", "b"]);
+    let (_, answer) = a.tenant("alice");
+    let key = answer["key"].as_str().unwrap().to_owned();
+    let r = a.admin.request(
+        "PUT",
+        "/v1/tenants/alice/quota",
+        Some(json!({ "max_concurrent_calls": 1 }).to_string().as_bytes()),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let (on_a, on_b) = (
+        a.server.http().with_key(&key),
+        b.server.http().with_key(&key),
+    );
+    let hostile = crate::support::guest("guest-hostile");
+    assert_eq!(
+        on_a.put("/v1/methods/spin?export=spin", &hostile).status,
+        201
+    );
+    assert_eq!(
+        on_a.put(
+            "/v1/methods/add?export=add",
+            &crate::support::guest("example-add")
+        )
+        .status,
+        201
+    );
+    eventually(Duration::from_secs(5), "the quota and methods on b", || {
+        b.admin.get("/v1/tenants/alice").json()["quota"]["max_concurrent_calls"] == 1
+            && on_b.get("/v1/methods/add").status == 200
+    });
+    let spin = json!([crate::support::scalar_f32(0.0)]);
+    std::thread::scope(|s| {
+        // a runs alice's one call (a guest that spins until its 1.5 s deadline)...
+        let spinning = s.spawn(|| {
+            let started = Instant::now();
+            let r = on_a.call("spin", spin.clone(), 1500);
+            (r.code(), started.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        // ...so b's call waits for that slot, then runs.
+        let started = Instant::now();
+        let r = on_b.call("add", add_args(2, 3), 10_000);
+        let waited = started.elapsed();
+        assert_eq!(outputs(&r)[0], tensor("int32", &[1], json!([5])));
+        let (code, spun) = spinning.join().unwrap();
+        assert_eq!(code, "DEADLINE_EXCEEDED");
+        eprintln!("the call on b waited {waited:?} for a's call, which ran {spun:?}");
+        assert!(
+            waited >= Duration::from_millis(900),
+            "b ran alice's second call after {waited:?}, while a ran her first"
+        );
+    });
+    // A call that cannot wait that long is refused when its deadline passes.
+    std::thread::scope(|s| {
+        s.spawn(|| on_a.call("spin", spin.clone(), 1500));
+        std::thread::sleep(Duration::from_millis(300));
+        let r = on_b.call("add", add_args(2, 3), 200);
+        assert_eq!(r.code(), "DEADLINE_EXCEEDED", "{}", r.message());
+    });
+    // A worker killed while it holds the slot: the slot comes back once it leaves the list.
+    let spinner = std::thread::spawn({
+        // Sent by hand: the answer never comes (the worker dies), which the helper treats as a
+        // failure.
+        let (address, key) = (
+            a.server.url.trim_start_matches("http://").to_owned(),
+            key.clone(),
+        );
+        move || {
+            use std::io::{Read as _, Write as _};
+            let body = json!({ "args": [crate::support::scalar_f32(0.0)], "timeout_ms": 60_000 })
+                .to_string();
+            let mut stream = std::net::TcpStream::connect(&address).unwrap();
+            let _ = write!(
+                stream,
+                "POST /v1/methods/spin/call HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.read_to_end(&mut Vec::new());
+        }
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    std::process::Command::new("kill")
+        .args(["-9", &a.server.pid().to_string()])
+        .status()
+        .unwrap();
+    let r = on_b.call("add", add_args(1, 1), 20_000);
+    assert_eq!(outputs(&r)[0], tensor("int32", &[1], json!([2])));
+    eprintln!(
+        "a dead worker's slot came back after {:?}",
+        started.elapsed()
+    );
+    let _ = spinner.join();
+}

@@ -9,6 +9,7 @@ pub mod barrier;
 pub mod calls;
 pub mod members;
 pub mod rates;
+pub mod slots;
 pub mod store;
 pub mod tenants;
 pub mod wire;
@@ -171,6 +172,7 @@ pub struct Cluster {
     calls: Arc<calls::Calls>,
     barriers: async_nats::jetstream::kv::Store,
     rates: rates::NatsRates,
+    slots: Arc<slots::NatsSlots>,
 }
 
 impl Cluster {
@@ -262,6 +264,14 @@ impl Cluster {
             draining: false,
         };
         let membership = Membership::join(workers, info).await?;
+        // Once the name is this worker's: holdings an earlier process of the name left go.
+        let slots = slots::NatsSlots::open(
+            &js,
+            settings.replicas,
+            settings.name.clone(),
+            members.clone(),
+        )
+        .await?;
         let calls = Arc::new(
             calls::Calls::new(
                 client.clone(),
@@ -287,7 +297,13 @@ impl Cluster {
             calls,
             barriers,
             rates,
+            slots,
         })
+    }
+
+    /// The cluster's count of running calls (`max_concurrent_calls` across workers).
+    pub fn slots(&self) -> Arc<slots::NatsSlots> {
+        self.slots.clone()
     }
 
     /// The cluster's call-rate buckets (`calls_per_second` across workers).

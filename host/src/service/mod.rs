@@ -55,6 +55,9 @@ pub struct Service {
     executor: Arc<dyn Executor>,
     metrics: Arc<Metrics>,
     rates: RateLimiter,
+    /// The cluster's count of running calls, for tenants limited below a worker's capacity (set
+    /// when the server joins a cluster).
+    slots: std::sync::OnceLock<(Arc<dyn crate::tenancy::slots::CallSlots>, u64)>,
     /// Calls one tenant may have waiting for a slot.
     tenant_max_queued: usize,
     ready: AtomicBool,
@@ -100,6 +103,7 @@ impl Service {
             executor,
             metrics,
             rates: RateLimiter::default(),
+            slots: std::sync::OnceLock::new(),
             tenant_max_queued,
             ready: AtomicBool::new(false),
         }
@@ -109,6 +113,36 @@ impl Service {
     /// that `calls_per_second` holds across workers.
     pub fn share_rates(&self, shared: Arc<dyn crate::tenancy::rate::SharedRates>) {
         self.rates.share(shared);
+    }
+
+    /// Count the running calls of tenants whose `max_concurrent_calls` is below
+    /// `per_worker_default` (the default quota, which stays each worker's own) across the
+    /// cluster (a worker joining a cluster with keys).
+    pub fn share_slots(
+        &self,
+        slots: Arc<dyn crate::tenancy::slots::CallSlots>,
+        per_worker_default: u64,
+    ) {
+        let _ = self.slots.set((slots, per_worker_default));
+    }
+
+    /// A slot of the cluster's count for a call of `caller` that may wait up to `wait`, when
+    /// its tenant is limited below the default quota; `None` otherwise (this worker's executor
+    /// counts alone).
+    async fn cluster_slot(
+        &self,
+        caller: &Caller,
+        wait: Duration,
+    ) -> Result<Option<crate::tenancy::slots::SlotGuard>, ServiceError> {
+        let max = caller.quota.max_concurrent_calls;
+        match self.slots.get() {
+            Some((slots, per_worker_default)) if max > 0 && max < *per_worker_default => Ok(Some(
+                slots
+                    .acquire(&caller.tenant, max, wait, self.tenant_max_queued)
+                    .await?,
+            )),
+            _ => Ok(None),
+        }
     }
 
     /// The runtime's limits and configuration.
@@ -365,8 +399,16 @@ impl Service {
                         .config()
                         .deadline_for(timeout)
                         .min(Duration::from_millis(quota.max_deadline_ms));
+                    let waiting = Instant::now();
+                    let slot = match self.cluster_slot(caller, deadline).await {
+                        Ok(slot) => slot,
+                        Err(e) => {
+                            record.code = Some(e.code());
+                            return Err(e);
+                        }
+                    };
                     let limits = CallLimits {
-                        deadline,
+                        deadline: deadline.saturating_sub(waiting.elapsed()),
                         memory: usize::try_from(quota.memory_per_call_mib << 20)
                             .unwrap_or(usize::MAX),
                         share: TenantShare {
@@ -375,7 +417,9 @@ impl Service {
                             max_queued: self.tenant_max_queued,
                         },
                     };
-                    self.executor.execute(registration, args, limits).await
+                    let outcome = self.executor.execute(registration, args, limits).await;
+                    drop(slot);
+                    outcome
                 }
             },
         };

@@ -10,6 +10,7 @@ mod id;
 pub mod keys;
 pub mod quota;
 pub mod rate;
+pub mod slots;
 
 pub use directory::{AuthError, Principal, TenantDirectory};
 pub use id::TenantId;
