@@ -127,6 +127,16 @@ fn binary(mib: usize) {
 }
 
 fn main() {
+    // `-- profile`: only the float32 decode, over and over (for perf).
+    if std::env::args().any(|a| a == "profile") {
+        let values: Vec<f32> = (0..1_000_000).map(|i| (i as f32).sin() * 1e3).collect();
+        let data = serde_json::to_string(&values).unwrap();
+        let body = format!(r#"{{"args":[{{"dtype":"float32","shape":[1000000],"data":{data}}}]}}"#);
+        for _ in 0..100 {
+            std::hint::black_box(decode_call_request(body.as_bytes()).unwrap());
+        }
+        return;
+    }
     println!("median of {ROUNDS} rounds; baseline/ours above 1 means ours is faster");
     for n in [1_000, 1_000_000] {
         json_floats(n);
