@@ -1081,3 +1081,40 @@ fn a_tenants_concurrency_quota_holds_across_workers() {
     );
     let _ = spinner.join();
 }
+
+/// The v2 infer route takes `?worker=` too (the SDKs' binary tensors go that way): a named call
+/// runs on that worker, an unknown worker is UNAVAILABLE in the protocol's error shape.
+#[test]
+fn v2_infer_runs_on_the_named_worker_through_any_worker() {
+    let Some(nats) = Nats::start() else { return };
+    let ws = three_with_add(&nats);
+    let infer = |via: &TestServer, worker: &str, a: i32| {
+        via.http().post_json(
+            &format!("/v2/models/add/infer?worker={worker}"),
+            &json!({ "inputs": [
+                { "name": "a", "datatype": "INT32", "shape": [1], "data": [a] },
+                { "name": "b", "datatype": "INT32", "shape": [1], "data": [10] }
+            ] }),
+        )
+    };
+    for (i, target) in ["w1", "w2", "w3"].iter().enumerate() {
+        let r = infer(&ws[0], target, i as i32);
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        assert_eq!(r.json()["outputs"][0]["data"], json!([10 + i as i32]));
+    }
+    for w in &ws {
+        assert_eq!(calls_counted(w, "add", "OK"), 1, "each worker ran its own");
+    }
+    let r = infer(&ws[1], "w9", 1);
+    assert_eq!(r.status, 503, "{}", String::from_utf8_lossy(&r.body));
+    assert!(
+        r.json()["error"].as_str().unwrap().contains("w9"),
+        "{:?}",
+        r.json()
+    );
+    // Outside a cluster the parameter is refused, saying so.
+    let lone = TestServer::start(&[]);
+    register(&lone.http(), "add", "example-add", Some("add"));
+    let r = infer(&lone, "any", 1);
+    assert_eq!(r.status, 400, "{}", String::from_utf8_lossy(&r.body));
+}

@@ -251,21 +251,45 @@ impl Client {
         args: Vec<Tensor>,
         timeout: Duration,
     ) -> Result<Vec<Tensor>, Error> {
+        self.send_binary_call_on(name, version, None, args, timeout)
+            .await
+    }
+
+    /// [`Client::send_binary_call`] run on the cluster's worker `worker` (`any`: any live one;
+    /// `None`: the server called).
+    pub(crate) async fn send_binary_call_on(
+        &self,
+        name: &str,
+        version: Option<u32>,
+        worker: Option<&str>,
+        args: Vec<Tensor>,
+        timeout: Duration,
+    ) -> Result<Vec<Tensor>, Error> {
         let names = self.input_names(name, version).await?;
-        match self.infer(name, version, &names, &args, timeout).await {
+        match self
+            .infer(name, version, worker, &names, &args, timeout)
+            .await
+        {
             Err(e) if e.is_invalid_argument() && stale_names(&e) => {
                 self.forget_input_names(name, version).await;
                 let names = self.input_names(name, version).await?;
-                self.infer(name, version, &names, &args, timeout).await
+                self.infer(name, version, worker, &names, &args, timeout)
+                    .await
             }
             other => other,
         }
+    }
+
+    /// The client's encoding: whether calls carry binary tensors (else JSON).
+    pub(crate) fn binary(&self) -> bool {
+        matches!(self.inner.encoding, Encoding::Binary)
     }
 
     async fn infer(
         &self,
         name: &str,
         version: Option<u32>,
+        worker: Option<&str>,
         names: &[String],
         args: &[Tensor],
         timeout: Duration,
@@ -285,7 +309,10 @@ impl Client {
         let timeout_us = (!timeout.is_zero())
             .then(|| u64::try_from(timeout.as_micros().max(1)).unwrap_or(u64::MAX));
         let encoded = kserve::encode_infer_request(&inputs, timeout_us);
-        let path = format!("{}/infer", model_path(name, version));
+        let path = match worker {
+            None => format!("{}/infer", model_path(name, version)),
+            Some(w) => format!("{}/infer?worker={w}", model_path(name, version)),
+        };
         let (response_headers, body) = self
             .inner
             .transport

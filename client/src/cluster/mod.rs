@@ -165,8 +165,16 @@ impl Client {
                 w.replace('/', "%2F")
             }
         };
-        let path = format!("/v1/methods/{method_name}/call?worker={worker}");
-        let call = self.send_json_call_to(&path, args, timeout);
+        // In the client's encoding: binary tensors on the v2 route (the default), or JSON.
+        let call = async {
+            if self.binary() {
+                self.send_binary_call_on(method_name, None, Some(&worker), args, timeout)
+                    .await
+            } else {
+                let path = format!("/v1/methods/{method_name}/call?worker={worker}");
+                self.send_json_call_to(&path, args, timeout).await
+            }
+        };
         if timeout.is_zero() {
             return call.await;
         }

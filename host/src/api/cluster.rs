@@ -1,5 +1,6 @@
-//! The cluster's routes: `GET /v1/cluster/workers`. (Calls to another worker are
-//! `POST /v1/methods/{name}/call?worker=W|any`, in `methods.rs`.)
+//! The cluster's routes: `GET /v1/cluster/workers`, barriers, and [`run_call`], which runs a
+//! call here or, for `?worker=W|any` (on `POST /v1/methods/{name}/call` in `methods.rs` and
+//! `POST /v2/models/{name}/infer` in `v2.rs`), on a worker of the cluster.
 
 use std::time::Duration;
 
@@ -12,6 +13,50 @@ use super::auth::Tenant;
 use super::error::ApiError;
 use super::path::MethodName;
 use crate::cluster::WorkerInfo;
+use crate::cluster::calls::Target;
+use crate::service::{Caller, Resolved};
+use wasmrpc_proto::Tensor;
+
+/// Run a resolved call of `name` (`version` as asked) here, or on the cluster's worker `worker`
+/// names (`any`: any live one), with the deadline a call here would get.
+///
+/// # Errors
+/// FAILED_PRECONDITION for a `worker` outside a cluster; the call's own error otherwise.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_call(
+    state: &AppState,
+    caller: &Caller,
+    method: &Resolved,
+    name: &str,
+    version: Option<u32>,
+    worker: Option<&str>,
+    args: Vec<Tensor>,
+    timeout: Duration,
+) -> Result<Vec<Tensor>, ApiError> {
+    let Some(worker) = worker else {
+        return Ok(state.service.invoke(caller, method, args, timeout).await?);
+    };
+    let cluster = state.cluster.as_ref().ok_or_else(not_in_a_cluster)?;
+    // The same deadline as a call here would get, carried to the worker that runs it.
+    let deadline = state
+        .service
+        .runtime()
+        .config()
+        .deadline_for(timeout)
+        .min(Duration::from_millis(caller.quota.max_deadline_ms));
+    Ok(cluster
+        .calls()
+        .call(
+            &state.service,
+            caller,
+            &Target::parse(worker),
+            name,
+            version,
+            args,
+            deadline,
+        )
+        .await?)
+}
 
 /// The body of `GET /v1/cluster/workers`.
 #[derive(Debug, serde::Serialize)]

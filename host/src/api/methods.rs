@@ -16,7 +16,6 @@ use super::body::{read_call_body, read_limited};
 use super::error::ApiError;
 use super::path::MethodName;
 use super::query::ApiQuery;
-use crate::cluster::calls::Target;
 
 /// `?export=M` on registration.
 #[derive(Debug, serde::Deserialize)]
@@ -122,11 +121,9 @@ pub async fn call(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let target = match (&query.worker, &state.cluster) {
-        (None, _) => None,
-        (Some(worker), Some(cluster)) => Some((cluster.clone(), Target::parse(worker))),
-        (Some(_), None) => return Err(super::cluster::not_in_a_cluster()),
-    };
+    if query.worker.is_some() && state.cluster.is_none() {
+        return Err(super::cluster::not_in_a_cluster());
+    }
     let bytes = read_call_body(&state.limits, &headers, body).await?;
     // One pass over the body: each argument goes straight into its tensor. A body that is not a
     // call request is refused before the method is looked up; a bad argument after, so that its
@@ -161,36 +158,17 @@ pub async fn call(
         }
         CallRequestError::Body(e) => ApiError::new(Code::InvalidArgument, e),
     })?;
-    let timeout = Duration::from_millis(timeout_ms);
-    let outputs = match target {
-        None => {
-            state
-                .service
-                .invoke(&caller, &method, args, timeout)
-                .await?
-        }
-        Some((cluster, target)) => {
-            // The same deadline as a call here would get, carried to the worker that runs it.
-            let deadline = state
-                .service
-                .runtime()
-                .config()
-                .deadline_for(timeout)
-                .min(Duration::from_millis(caller.quota.max_deadline_ms));
-            cluster
-                .calls()
-                .call(
-                    &state.service,
-                    &caller,
-                    &target,
-                    &name,
-                    query.version,
-                    args,
-                    deadline,
-                )
-                .await?
-        }
-    };
+    let outputs = super::cluster::run_call(
+        &state,
+        &caller,
+        &method,
+        &name,
+        query.version,
+        query.worker.as_deref(),
+        args,
+        Duration::from_millis(timeout_ms),
+    )
+    .await?;
     let body = serde_json::to_vec(&CallResponse { outputs })
         .map_err(|e| ApiError::new(Code::Internal, format!("encoding the outputs failed: {e}")))?;
     Ok(([(header::CONTENT_TYPE, headers::JSON)], body).into_response())

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, Request, State};
+use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use wasmrpc_proto::kserve::{
@@ -163,10 +163,17 @@ async fn infer(
     State(state): State<AppState>,
     Tenant(caller): Tenant,
     Path(model): Path<ModelPath>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     let version = model.version()?;
+    // `?worker=W|any` runs the call on a worker of the cluster (wasmrpc's extension; other
+    // query parameters are ignored, as before).
+    let worker = worker_of(query.as_deref());
+    if worker.is_some() && state.cluster.is_none() {
+        return Err(super::cluster::not_in_a_cluster());
+    }
     let header_length = inference_header_length(&headers)?;
     let bytes = read_call_body(&state.limits, &headers, body).await?;
     // Binary inputs keep slices of `bytes` alive; nothing else of the body is kept.
@@ -187,10 +194,17 @@ async fn infer(
         .timeout_us
         .map_or(Duration::ZERO, Duration::from_micros);
     let args = args_by_name(&signature.inputs, request.inputs)?;
-    let outputs = state
-        .service
-        .invoke(&caller, &method, args, timeout)
-        .await?;
+    let outputs = super::cluster::run_call(
+        &state,
+        &caller,
+        &method,
+        &model.name,
+        version,
+        worker.as_deref(),
+        args,
+        timeout,
+    )
+    .await?;
     let mut outputs: Vec<Option<Tensor>> = outputs.into_iter().map(Some).collect();
     let outputs = wanted
         .into_iter()
@@ -211,6 +225,33 @@ async fn infer(
     })
     .map_err(|e| ApiError::new(Code::Internal, format!("encoding the outputs failed: {e}")))?;
     Ok(infer_response(encoded))
+}
+
+/// The `worker` parameter of a query string, percent-decoded (`w%2F1` is `w/1`).
+fn worker_of(query: Option<&str>) -> Option<String> {
+    let value = query?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("worker="))?;
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).ok()
 }
 
 /// The `Inference-Header-Content-Length` request header, when there is one.
@@ -384,4 +425,22 @@ pub async fn protocol_errors(req: Request, next: axum::middleware::Next) -> Resp
     }
     let body = serde_json::to_vec(&kserve::ErrorBody { error: message }).unwrap_or_default();
     Response::from_parts(parts, Body::from(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::worker_of;
+
+    #[test]
+    fn the_worker_parameter_is_found_and_percent_decoded() {
+        assert_eq!(worker_of(None), None);
+        assert_eq!(worker_of(Some("a=1&b=2")), None);
+        assert_eq!(worker_of(Some("worker=any")).as_deref(), Some("any"));
+        assert_eq!(
+            worker_of(Some("x=1&worker=job%2F1")).as_deref(),
+            Some("job/1")
+        );
+        assert_eq!(worker_of(Some("worker=w%2")).as_deref(), Some("w%2"));
+        assert_eq!(worker_of(Some("worker=%zz")).as_deref(), Some("%zz"));
+    }
 }
