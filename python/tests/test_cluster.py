@@ -226,3 +226,41 @@ def test_the_tf_coordinator_example_runs(cluster, python):
         "fetched: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]",
         "get: 1",
     ]
+
+
+def test_a_worker_serves_on_paddles_worker_endpoint(cluster, free_port, monkeypatch):
+    # Paddle's get_worker_info example sets PADDLE_WORKER_ENDPOINT before init_rpc.
+    monkeypatch.setenv("PADDLE_WORKER_ENDPOINT", f"127.0.0.1:{free_port}")
+    rpc.init_rpc("worker9", rank=9, master_endpoint=cluster.nats.url)
+    try:
+        info = rpc.get_worker_info("worker9")
+        assert (info.name, info.rank, info.ip, info.port) == ("worker9", 9, "127.0.0.1", free_port)
+        assert rpc.get_current_worker_info() == info
+        # It serves the cluster's methods: a call for it by name, sent to another worker.
+        import json
+        import urllib.request
+
+        body = json.dumps({"args": [
+            {"dtype": "int32", "shape": [1], "data": [4]},
+            {"dtype": "int32", "shape": [1], "data": [5]},
+        ]}).encode()
+        request = urllib.request.Request(
+            f"http://{cluster.workers[0].address}/v1/methods/add/call?worker=worker9",
+            data=body,
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert json.load(response)["outputs"][0]["data"] == [9]
+        assert rpc.rpc_sync("worker9", "add", args=(1, 2)) == 3
+        assert str(info) == f"{{name: worker9, rank: 9, ip: 127.0.0.1, port: {free_port}}}"
+    finally:
+        rpc.shutdown()
+    # Gone from the list once it has shut down.
+    rpc.init_rpc("observer", master_endpoint=cluster.workers[0].address)
+    try:
+        deadline = time.monotonic() + 10
+        while "worker9" in [w.name for w in rpc.get_all_worker_infos()]:
+            assert time.monotonic() < deadline, "worker9 never left"
+            time.sleep(0.1)
+    finally:
+        rpc.shutdown()

@@ -14,7 +14,8 @@
 
 - the cluster's NATS server (``nats://HOST:PORT``, or a bare ``HOST:PORT`` where NATS
   answers): this process **joins the cluster as worker** ``name`` of rank ``rank``, serving on
-  a free loopback port (``listen=`` picks another), as every process of Paddle's examples does;
+  ``PADDLE_WORKER_ENDPOINT`` or a free loopback port (``listen=`` picks another), as every
+  process of Paddle's examples does;
   ``init_rpc`` then waits until ``world_size`` processes have called it so (the cluster may have
   other workers too);
 - any worker's HTTP address (``HOST:PORT`` or ``http://HOST:PORT``): this process is a
@@ -158,7 +159,7 @@ def init_rpc(
     world_size: Optional[int] = None,
     master_endpoint: Optional[str] = None,
     *,
-    listen: str = "127.0.0.1:0",
+    listen: Optional[str] = None,
     key: Optional[str] = None,
     ca_cert: Union[str, os.PathLike, None] = None,
 ) -> None:
@@ -166,7 +167,8 @@ def init_rpc(
     ``master_endpoint`` makes this process), and wait until it has ``world_size`` workers
     when given.
 
-    ``listen`` is where this process's worker serves (a worker only); ``key`` and ``ca_cert``
+    ``listen`` is where this process's worker serves (a worker only; default
+    ``PADDLE_WORKER_ENDPOINT``, as in Paddle, else a free loopback port); ``key`` and ``ca_cert``
     are a tenant's API key and a CA to trust when ``master_endpoint`` is an ``https://``
     worker. Raises ``FailedPreconditionError`` when already initialised, ``UnavailableError``
     when the endpoint cannot be reached or ``name`` is taken by another worker.
@@ -194,6 +196,8 @@ def init_rpc(
         server = None
         nats = _nats_url(master_endpoint)
         if nats is not None:
+            if listen is None:
+                listen = os.environ.get("PADDLE_WORKER_ENDPOINT") or "127.0.0.1:0"
             server = _native.NativeServer.join_cluster(listen, nats, name, rank or 0)
             server.start()
             layer, address = "http", server.address
