@@ -22,6 +22,43 @@ use crate::pending::NativePending;
 use crate::runtime::{runtime, wait};
 use crate::tensors::{tensors_from_py, tensors_to_py};
 
+/// Calls whose value Python cannot see yet. The Rust side counts a call finished when its task
+/// ends, a moment before the `NativePending` holding its value is done: what waits for every
+/// call (`join`, `done`, `shutdown`) waits for these too, so that every value is done after it.
+#[derive(Clone)]
+struct Unsettled(Arc<watch::Sender<usize>>);
+
+impl Unsettled {
+    fn new() -> Unsettled {
+        Unsettled(Arc::new(watch::Sender::new(0)))
+    }
+
+    /// A pending value for `call`, counted until Python can see it.
+    fn track(
+        &self,
+        call: impl std::future::Future<
+            Output = Result<Vec<wasmrpc_client::Tensor>, wasmrpc_client::Error>,
+        > + Send
+        + 'static,
+    ) -> PyResult<NativePending> {
+        self.0.send_modify(|n| *n += 1);
+        let count = self.0.clone();
+        NativePending::spawn_then(call, move || count.send_modify(|n| *n -= 1))
+    }
+
+    /// Resolves once every tracked value is visible.
+    fn settled(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut count = self.0.subscribe();
+        async move {
+            let _ = count.wait_for(|n| *n == 0).await;
+        }
+    }
+
+    fn none(&self) -> bool {
+        *self.0.borrow() == 0
+    }
+}
+
 /// A worker as `(name, rank, ip, port)`.
 type PyWorker = (String, u32, String, u16);
 
@@ -33,9 +70,8 @@ fn worker(w: WorkerInfo) -> PyWorker {
 #[pyclass(frozen, module = "wasmrpc._native")]
 pub(crate) struct NativeRpc {
     rpc: Rpc,
-    /// `rpc_async` calls whose value Python cannot see yet (as for [`NativeCoordinator`]):
-    /// `shutdown` waits for them, so every future is done after it.
-    unsettled: Arc<watch::Sender<usize>>,
+    /// `rpc_async` calls whose value Python cannot see yet: `shutdown` waits for them.
+    unsettled: Unsettled,
 }
 
 #[pymethods]
@@ -58,7 +94,7 @@ impl NativeRpc {
         .map_err(|e| to_pyerr(py, &e))?;
         Ok(NativeRpc {
             rpc,
-            unsettled: Arc::new(watch::Sender::new(0)),
+            unsettled: Unsettled::new(),
         })
     }
 
@@ -95,11 +131,7 @@ impl NativeRpc {
             let _entered = runtime()?.enter();
             self.rpc.rpc_async(&to, &method, args, timeout_s)
         };
-        self.unsettled.send_modify(|n| *n += 1);
-        let unsettled = self.unsettled.clone();
-        NativePending::spawn_then(async move { future.wait().await }, move || {
-            unsettled.send_modify(|n| *n -= 1);
-        })
+        self.unsettled.track(async move { future.wait().await })
     }
 
     /// The live worker named `name`.
@@ -129,9 +161,9 @@ impl NativeRpc {
     /// Wait for this process's outstanding calls, then for the others (Paddle's `shutdown`).
     fn shutdown(&self, py: Python<'_>) -> PyResult<()> {
         let rpc = self.rpc.clone();
-        let mut unsettled = self.unsettled.subscribe();
+        let settled = self.unsettled.settled();
         wait(py, async move {
-            let _ = unsettled.wait_for(|n| *n == 0).await;
+            settled.await;
             rpc.shutdown().await
         })?
         .map_err(|e| to_pyerr(py, &e))
@@ -142,10 +174,8 @@ impl NativeRpc {
 #[pyclass(frozen, module = "wasmrpc._native")]
 pub(crate) struct NativeCoordinator {
     coordinator: ClusterCoordinator,
-    /// Scheduled calls whose value Python cannot see yet. The Rust coordinator counts a call
-    /// finished when its task ends, a moment before the `NativePending` holding its value is
-    /// done: `join` and `done` wait for these too, so that every value is done after `join`.
-    unsettled: Arc<watch::Sender<usize>>,
+    /// Scheduled calls whose value Python cannot see yet: `join` and `done` wait for them.
+    unsettled: Unsettled,
 }
 
 #[pymethods]
@@ -155,7 +185,7 @@ impl NativeCoordinator {
     fn new(py: Python<'_>, client: &NativeClient) -> PyResult<NativeCoordinator> {
         Ok(NativeCoordinator {
             coordinator: ClusterCoordinator::new(client.client(py)?),
-            unsettled: Arc::new(watch::Sender::new(0)),
+            unsettled: Unsettled::new(),
         })
     }
 
@@ -172,21 +202,17 @@ impl NativeCoordinator {
             let _entered = runtime()?.enter();
             self.coordinator.schedule(&method, args)
         };
-        self.unsettled.send_modify(|n| *n += 1);
-        let unsettled = self.unsettled.clone();
-        NativePending::spawn_then(async move { value.fetch().await }, move || {
-            unsettled.send_modify(|n| *n -= 1);
-        })
+        self.unsettled.track(async move { value.fetch().await })
     }
 
     /// Wait (GIL released) for everything scheduled; raises the first error since the last
     /// `join`.
     fn join(&self, py: Python<'_>) -> PyResult<()> {
         let coordinator = self.coordinator.clone();
-        let mut unsettled = self.unsettled.subscribe();
+        let settled = self.unsettled.settled();
         wait(py, async move {
             let joined = coordinator.join().await;
-            let _ = unsettled.wait_for(|n| *n == 0).await;
+            settled.await;
             joined
         })?
         .map_err(|e| to_pyerr(py, &e))
@@ -194,7 +220,7 @@ impl NativeCoordinator {
 
     /// Whether everything scheduled has finished (never waits).
     fn done(&self) -> bool {
-        *self.unsettled.borrow() == 0
+        self.unsettled.none()
     }
 }
 

@@ -25,20 +25,18 @@ import os
 from typing import Any, Callable, Optional, Sequence, Union
 
 from . import _native
-from .errors import InvalidArgumentError, RpcError
+from ._remote import Pending, method_name, wire_args
+from .errors import InvalidArgumentError
 from .rpc import Client, StatusOrResult
 
 _DEFAULT_NAME = "wasmrpc-coordinator"
 
 
-class RemoteValue:
+class RemoteValue(Pending):
     """The value of a scheduled call: :meth:`fetch` waits for it (TensorFlow's
-    ``RemoteValue``); ``await value`` does too, in asyncio code."""
+    ``RemoteValue``); ``done()``, and ``await value`` in asyncio code."""
 
-    __slots__ = ("_result",)
-
-    def __init__(self, result: StatusOrResult):
-        self._result = result
+    __slots__ = ()
 
     def fetch(self) -> Any:
         """The value (a numpy array, or a list for several outputs) once the call completes;
@@ -49,16 +47,6 @@ class RemoteValue:
         """As :meth:`fetch` (TensorFlow's ``get`` returns tensors where ``fetch`` returns numpy
         values; here both are numpy arrays)."""
         return self.fetch()
-
-    def done(self) -> bool:
-        """Whether the call has completed (never waits)."""
-        return self._result.done()
-
-    def __await__(self):
-        return self._result.__await__()
-
-    def __repr__(self) -> str:
-        return f"<RemoteValue {'done' if self.done() else 'pending'}>"
 
 
 class ClusterCoordinator:
@@ -101,23 +89,8 @@ class ClusterCoordinator:
     ) -> RemoteValue:
         """Run ``fn`` (a method's name, or a function whose ``__name__`` is one) with ``args``
         on any available worker; returns a :class:`RemoteValue` at once."""
-        if kwargs:
-            raise InvalidArgumentError(
-                "a wasmrpc method takes its tensors in order: pass them as args, not kwargs"
-            )
-        method = fn if isinstance(fn, str) else getattr(fn, "__name__", None)
-        if not isinstance(method, str):
-            raise InvalidArgumentError(
-                f"fn is the name of a method registered in the cluster (or a function of that "
-                f"name), not {type(fn).__name__}"
-            )
-        client = self._client
-        if method not in client._methods:
-            try:
-                client.refresh()
-            except RpcError:
-                pass
-        pending = self._native.schedule(method, client._args(method, args))
+        method = method_name(fn)
+        pending = self._native.schedule(method, wire_args(self._client, method, args, kwargs))
         return RemoteValue(StatusOrResult(pending, True))
 
     def join(self) -> None:

@@ -52,6 +52,22 @@ pub(crate) async fn expiring_bucket(
     .map_err(|e| ClusterError::nats(what, e))
 }
 
+/// A key-value bucket whose entries stay until deleted (its settings brought up to date): the
+/// tenant directory, the call slots. `what` names the step in an error.
+///
+/// # Errors
+/// JetStream is not enabled or not reachable.
+pub(crate) async fn lasting_bucket(
+    js: &async_nats::jetstream::Context,
+    name: &str,
+    description: &str,
+    replicas: usize,
+    what: &'static str,
+) -> Result<async_nats::jetstream::kv::Store, ClusterError> {
+    // A maximum age of zero is none.
+    expiring_bucket(js, name, description, Duration::ZERO, replicas, what).await
+}
+
 /// How long joining waits for NATS to be reachable and JetStream available (a NATS cluster
 /// electing its leader).
 const JETSTREAM_WAIT: Duration = Duration::from_secs(30);

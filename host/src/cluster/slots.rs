@@ -65,16 +65,14 @@ impl NatsSlots {
         me: String,
         members: Arc<Members>,
     ) -> Result<Arc<NatsSlots>, ClusterError> {
-        let kv = js
-            .create_or_update_key_value(kv::Config {
-                bucket: BUCKET.to_owned(),
-                description: "wasmrpc: the call slots each worker holds, per tenant".to_owned(),
-                history: 1,
-                num_replicas: replicas,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| ClusterError::nats("creating the slots bucket", e))?;
+        let kv = super::lasting_bucket(
+            js,
+            BUCKET,
+            "wasmrpc: the call slots each worker holds, per tenant",
+            replicas,
+            "creating the slots bucket",
+        )
+        .await?;
         let slots = Arc::new(NatsSlots {
             kv,
             me,

@@ -96,17 +96,14 @@ impl NatsRegistry {
         js: &async_nats::jetstream::Context,
         replicas: usize,
     ) -> Result<NatsRegistry, ClusterError> {
-        let kv = js
-            .create_or_update_key_value(kv::Config {
-                bucket: REGISTRATIONS.to_owned(),
-                description: "wasmrpc: registrations, one key per tenant, name and version"
-                    .to_owned(),
-                history: 1,
-                num_replicas: replicas,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| ClusterError::nats("creating the registrations bucket", e))?;
+        let kv = super::lasting_bucket(
+            js,
+            REGISTRATIONS,
+            "wasmrpc: registrations, one key per tenant, name and version",
+            replicas,
+            "creating the registrations bucket",
+        )
+        .await?;
         let blobs = match js.get_object_store(BLOBS).await {
             Ok(store) => store,
             Err(_) => js

@@ -74,16 +74,14 @@ pub async fn share(
     replicas: usize,
     directory: Arc<TenantDirectory>,
 ) -> Result<(), ClusterError> {
-    let kv = js
-        .create_or_update_key_value(kv::Config {
-            bucket: BUCKET.to_owned(),
-            description: "wasmrpc: the tenant directory every worker shares".to_owned(),
-            history: 1,
-            num_replicas: replicas,
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| ClusterError::nats("creating the tenants bucket", e))?;
+    let kv = super::lasting_bucket(
+        js,
+        BUCKET,
+        "wasmrpc: the tenant directory every worker shares",
+        replicas,
+        "creating the tenants bucket",
+    )
+    .await?;
     let revision = Arc::new(AtomicU64::new(0));
     let local = directory.share(Box::new(NatsDirectory {
         kv: kv.clone(),

@@ -36,13 +36,9 @@ import threading
 from typing import Any, Callable, List, Optional, Sequence, Union
 
 from .. import _native
+from .._remote import Pending, method_name, wire_args
 from .._tensors import from_wire
-from ..errors import (
-    DeadlineExceededError,
-    FailedPreconditionError,
-    InvalidArgumentError,
-    RpcError,
-)
+from ..errors import DeadlineExceededError, FailedPreconditionError, InvalidArgumentError
 from ..rpc import Client, StatusOrResult, _value
 
 #: Paddle's default timeout: none.
@@ -84,28 +80,15 @@ class WorkerInfo:
         return f"{{name: {self.name}, rank: {self.rank}, ip: {self.ip}, port: {self.port}}}"
 
 
-class FutureWrapper:
+class FutureWrapper(Pending):
     """A call started by :func:`rpc_async`: :meth:`wait` gives its value (Paddle's
-    ``FutureWrapper``); ``await future`` does too, in asyncio code."""
+    ``FutureWrapper``); ``done()``, and ``await future`` in asyncio code."""
 
-    __slots__ = ("_result",)
-
-    def __init__(self, result: StatusOrResult):
-        self._result = result
+    __slots__ = ()
 
     def wait(self) -> Any:
         """The call's value once it completes; raises its error."""
         return self._result.get_value()
-
-    def done(self) -> bool:
-        """Whether the call has completed (never waits)."""
-        return self._result.done()
-
-    def __await__(self):
-        return self._result.__await__()
-
-    def __repr__(self) -> str:
-        return f"<FutureWrapper {'done' if self.done() else 'pending'}>"
 
 
 class _Process:
@@ -231,35 +214,8 @@ def _gather(client: Client, name: str, world_size: int) -> None:
             continue
 
 
-def _method_name(fn: Union[str, Callable[..., Any]]) -> str:
-    if isinstance(fn, str):
-        return fn
-    name = getattr(fn, "__name__", None)
-    if isinstance(name, str):
-        return name
-    raise InvalidArgumentError(
-        f"fn is the name of a method registered in the cluster (or a function of that name), "
-        f"not {type(fn).__name__}"
-    )
-
-
 def _destination(to: Union[str, WorkerInfo]) -> str:
     return to.name if isinstance(to, WorkerInfo) else to
-
-
-def _wire_args(process: _Process, method: str, args: Optional[Sequence[Any]], kwargs) -> list:
-    if kwargs:
-        raise InvalidArgumentError(
-            "a wasmrpc method takes its tensors in order: pass them as args, not kwargs"
-        )
-    client = process.client
-    if method not in client._methods:
-        # Registered since init_rpc (on any worker): its input dtypes guide the conversion.
-        try:
-            client.refresh()
-        except RpcError:
-            pass
-    return client._args(method, args)
 
 
 def rpc_sync(
@@ -273,9 +229,9 @@ def rpc_sync(
     outputs). ``timeout`` in seconds; 0 or less means none. Raises the call's error:
     ``UnavailableError`` when ``to`` is gone, ``DeadlineExceededError`` past the timeout."""
     process = _current()
-    method = _method_name(fn)
+    method = method_name(fn)
     outputs = process.native.rpc_sync(
-        _destination(to), method, _wire_args(process, method, args, kwargs), float(timeout)
+        _destination(to), method, wire_args(process.client, method, args, kwargs), float(timeout)
     )
     return _value([from_wire(t) for t in outputs], True)
 
@@ -290,9 +246,9 @@ def rpc_async(
     """Start ``fn`` on worker ``to`` and return at once; ``wait()`` on the result gives the
     value as :func:`rpc_sync` would."""
     process = _current()
-    method = _method_name(fn)
+    method = method_name(fn)
     pending = process.native.rpc_async(
-        _destination(to), method, _wire_args(process, method, args, kwargs), float(timeout)
+        _destination(to), method, wire_args(process.client, method, args, kwargs), float(timeout)
     )
     return FutureWrapper(StatusOrResult(pending, True))
 
