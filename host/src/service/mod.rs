@@ -407,8 +407,13 @@ impl Service {
                             return Err(e);
                         }
                     };
+                    // A wait for the cluster's slot comes out of the call's deadline.
+                    let deadline = match slot {
+                        Some(_) => deadline.saturating_sub(waiting.elapsed()),
+                        None => deadline,
+                    };
                     let limits = CallLimits {
-                        deadline: deadline.saturating_sub(waiting.elapsed()),
+                        deadline,
                         memory: usize::try_from(quota.memory_per_call_mib << 20)
                             .unwrap_or(usize::MAX),
                         share: TenantShare {
