@@ -126,22 +126,24 @@ impl Service {
         let _ = self.slots.set((slots, per_worker_default));
     }
 
-    /// A slot of the cluster's count for a call of `caller` that may wait up to `wait`, when
-    /// its tenant is limited below the default quota; `None` otherwise (this worker's executor
-    /// counts alone).
+    /// A slot of the cluster's count for a call of `caller` with `deadline`, when its tenant is
+    /// limited below the default quota (`None` otherwise: this worker's executor counts alone),
+    /// and the deadline left after waiting for it.
     async fn cluster_slot(
         &self,
         caller: &Caller,
-        wait: Duration,
-    ) -> Result<Option<crate::tenancy::slots::SlotGuard>, ServiceError> {
+        deadline: Duration,
+    ) -> Result<(Option<crate::tenancy::slots::SlotGuard>, Duration), ServiceError> {
         let max = caller.quota.max_concurrent_calls;
         match self.slots.get() {
-            Some((slots, per_worker_default)) if max > 0 && max < *per_worker_default => Ok(Some(
-                slots
-                    .acquire(&caller.tenant, max, wait, self.tenant_max_queued)
-                    .await?,
-            )),
-            _ => Ok(None),
+            Some((slots, per_worker_default)) if max > 0 && max < *per_worker_default => {
+                let started = Instant::now();
+                let slot = slots
+                    .acquire(&caller.tenant, max, deadline, self.tenant_max_queued)
+                    .await?;
+                Ok((Some(slot), deadline.saturating_sub(started.elapsed())))
+            }
+            _ => Ok((None, deadline)),
         }
     }
 
@@ -399,32 +401,24 @@ impl Service {
                         .config()
                         .deadline_for(timeout)
                         .min(Duration::from_millis(quota.max_deadline_ms));
-                    let waiting = Instant::now();
-                    let slot = match self.cluster_slot(caller, deadline).await {
-                        Ok(slot) => slot,
-                        Err(e) => {
-                            record.code = Some(e.code());
-                            return Err(e);
+                    match self.cluster_slot(caller, deadline).await {
+                        Err(e) => Err(e),
+                        Ok((slot, deadline)) => {
+                            let limits = CallLimits {
+                                deadline,
+                                memory: usize::try_from(quota.memory_per_call_mib << 20)
+                                    .unwrap_or(usize::MAX),
+                                share: TenantShare {
+                                    max_running: usize::try_from(quota.max_concurrent_calls)
+                                        .unwrap_or(usize::MAX),
+                                    max_queued: self.tenant_max_queued,
+                                },
+                            };
+                            let outcome = self.executor.execute(registration, args, limits).await;
+                            drop(slot);
+                            outcome
                         }
-                    };
-                    // A wait for the cluster's slot comes out of the call's deadline.
-                    let deadline = match slot {
-                        Some(_) => deadline.saturating_sub(waiting.elapsed()),
-                        None => deadline,
-                    };
-                    let limits = CallLimits {
-                        deadline,
-                        memory: usize::try_from(quota.memory_per_call_mib << 20)
-                            .unwrap_or(usize::MAX),
-                        share: TenantShare {
-                            max_running: usize::try_from(quota.max_concurrent_calls)
-                                .unwrap_or(usize::MAX),
-                            max_queued: self.tenant_max_queued,
-                        },
-                    };
-                    let outcome = self.executor.execute(registration, args, limits).await;
-                    drop(slot);
-                    outcome
+                    }
                 }
             },
         };

@@ -31,6 +31,7 @@ variables ``PADDLE_TRAINER_ID``, ``PADDLE_TRAINERS_NUM`` and ``PADDLE_MASTER_END
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from typing import Any, Callable, List, Optional, Sequence, Union
@@ -38,7 +39,12 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 from .. import _native
 from .._remote import Pending, method_name, wire_args
 from .._tensors import from_wire
-from ..errors import DeadlineExceededError, FailedPreconditionError, InvalidArgumentError
+from ..errors import (
+    DeadlineExceededError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    UnavailableError,
+)
 from ..rpc import Client, StatusOrResult, _value
 
 #: Paddle's default timeout: none.
@@ -127,15 +133,6 @@ def _env_int(value: Optional[int], variable: str) -> Optional[int]:
         raise ValueError(f"{variable}={text!r} is not an integer") from None
 
 
-def _nats_url(endpoint: str) -> Optional[str]:
-    """The NATS URL when ``endpoint`` names a NATS server rather than a worker's HTTP port."""
-    if endpoint.startswith(("nats://", "tls://")):
-        return endpoint
-    if "://" not in endpoint and _native.speaks_nats(endpoint):
-        return "nats://" + endpoint
-    return None
-
-
 def init_rpc(
     name: str,
     rank: Optional[int] = None,
@@ -176,22 +173,30 @@ def init_rpc(
                 "wasmrpc.distributed.rpc is already initialised in this process; call "
                 "shutdown() first"
             )
+        connect = functools.partial(
+            Client.create, name=name, timeout_in_ms=_CONNECT_TIMEOUT_MS, key=key, ca_cert=ca_cert
+        )
+        nats = master_endpoint if master_endpoint.startswith(("nats://", "tls://")) else None
+        client = None
+        if nats is None:
+            layer = "https" if master_endpoint.startswith("https://") else "http"
+            try:
+                client = connect(layer, master_endpoint)
+            except UnavailableError:
+                # A bare HOST:PORT that does not answer HTTP may be the NATS server, which
+                # greets every connection (an HTTP server waits to be spoken to).
+                if "://" in master_endpoint or not _native.speaks_nats(master_endpoint):
+                    raise
+                nats = "nats://" + master_endpoint
         server = None
-        nats = _nats_url(master_endpoint)
         if nats is not None:
             if listen is None:
                 listen = os.environ.get("PADDLE_WORKER_ENDPOINT") or "127.0.0.1:0"
             server = _native.NativeServer.join_cluster(listen, nats, name, rank or 0)
             server.start()
-            layer, address = "http", server.address
-        else:
-            layer = "https" if master_endpoint.startswith("https://") else "http"
-            address = master_endpoint
         try:
-            client = Client.create(
-                layer, address, name=name, timeout_in_ms=_CONNECT_TIMEOUT_MS,
-                key=key, ca_cert=ca_cert,
-            )
+            if server is not None:
+                client = connect("http", server.address)
             if server is not None and world_size is not None:
                 _gather(client, name, world_size)
             native = _native.NativeRpc.attach(client._native, name, world_size)
