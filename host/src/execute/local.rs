@@ -52,7 +52,7 @@ impl Executor for LocalExecutor {
         // Loading a component on first use does not count against the call's deadline.
         let module = self.modules.get(&registration.digest, tenant).await?;
         let started = Instant::now();
-        let _slot = self
+        let slot = self
             .admission
             .admit(tenant, limits.share, limits.deadline)
             .await?;
@@ -60,6 +60,10 @@ impl Executor for LocalExecutor {
         let runtime = self.runtime.clone();
         let export = registration.export.clone();
         let call = async move {
+            // The slot goes with the guest: a call abandoned by its client (this future dropped
+            // on its lane at the guest's next epoch tick, not at once) keeps it until its instance
+            // is gone, so the instance pool never holds more than the admitted calls.
+            let _slot = slot;
             runtime
                 .call(
                     &module,
