@@ -269,46 +269,29 @@ fn http2_prior_knowledge_and_metrics_work() {
 fn connections_past_the_cap_get_a_fast_503_and_the_server_recovers() {
     let server = TestServer::start(&["--max-connections", "4"]);
     let http = server.http();
-    // Four idle connections hold every slot. A connection the test server's readiness check
-    // used may still be closing on a loaded machine, so a request may find its slot once more;
-    // within a few seconds every request is refused, and each refusal is fast.
-    let idle: Vec<_> = (0..4).map(|_| http.connect()).collect();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let started = Instant::now();
-        let refused = match http.try_request("GET", "/healthz", None) {
-            Ok(r) if r.status == 200 => false,
-            Ok(r) => {
-                assert_eq!(r.status, 503, "{}", String::from_utf8_lossy(&r.body));
-                assert_eq!(r.code(), "UNAVAILABLE");
-                true
-            }
-            // The server may hang up before the request is even written: also a refusal.
-            Err(e) => {
-                assert!(
-                    matches!(
-                        e.kind(),
-                        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
-                    ),
-                    "{e}"
-                );
-                true
-            }
-        };
-        if refused {
-            assert!(
-                started.elapsed() < Duration::from_secs(2),
-                "{:?}",
-                started.elapsed()
-            );
-            break;
+    // Four keep-alive connections hold every slot, each proven to hold one by a served request
+    // (a connection the readiness check used may still be closing, and a connection accepted
+    // while it does is refused: such a one is opened again).
+    let idle: Vec<_> = (0..4).map(|_| hold_a_connection_slot(&http)).collect();
+    let started = Instant::now();
+    let refused = match http.try_request("GET", "/healthz", None) {
+        Ok(r) => {
+            assert_eq!(r.status, 503, "{}", String::from_utf8_lossy(&r.body));
+            assert_eq!(r.code(), "UNAVAILABLE");
+            true
         }
-        assert!(
-            Instant::now() < deadline,
-            "a fifth connection was still served with four idle ones open"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        // The server may hang up before the request is even written: also a refusal.
+        Err(e) => matches!(
+            e.kind(),
+            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+        ),
+    };
+    assert!(refused, "a fifth connection was served with four open");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "the refusal took {:?}",
+        started.elapsed()
+    );
     drop(idle);
     // Slots come back as the idle connections close.
     let started = Instant::now();
@@ -324,6 +307,40 @@ fn connections_past_the_cap_get_a_fast_503_and_the_server_recovers() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// A keep-alive connection that the server has served a request on, so it holds one of the
+/// connection cap's slots until dropped. Retried for up to 10 s while the cap refuses it.
+fn hold_a_connection_slot(http: &crate::support::Http) -> std::net::TcpStream {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut stream = http.connect();
+        if stream
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+            .and_then(|()| read_head(&mut stream))
+            .is_ok_and(|head| head.starts_with("HTTP/1.1 200"))
+        {
+            return stream;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no connection slot came free within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The status line and headers of a response on a connection that stays open.
+fn read_head(stream: &mut std::net::TcpStream) -> std::io::Result<String> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte)? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        head.push(byte[0]);
+    }
+    Ok(String::from_utf8_lossy(&head).into_owned())
 }
 
 /// CPU seconds (user + system) from a `/proc/.../stat` line (fields 14 and 15, in clock ticks).
