@@ -5,10 +5,10 @@
 //! top lane, its next ones to ever lower lanes (calls 2, 3–4, 5–8, 9–16, 17 and up), counting
 //! the most it has run at once over the last second or two, so a tenant whose slow calls end
 //! together and start again does not get the top lane back with its first new one. Guests on
-//! one lane take turns cooperatively, at every epoch tick; across lanes the kernel preempts at
-//! once. So a tenant with one call in flight gets a CPU as soon as its call is ready, however
-//! many slow calls another tenant keeps running, and the HTTP threads (at the process's own
-//! priority) are never queued behind guests. Priority only matters when CPUs are contended: a
+//! one lane take turns cooperatively, at every epoch tick; across lanes the kernel gives the
+//! higher priority the CPU. So a tenant with one call in flight gets a CPU when its call is
+//! ready, however many slow calls another tenant keeps running, and the HTTP threads (at the
+//! process's own priority) are not queued behind guests. Priority only matters when CPUs are contended: a
 //! tenant alone on the server runs all its calls at full speed, so capacity one tenant leaves
 //! idle is anyone's.
 //!
@@ -19,6 +19,9 @@
 //! for more than a tick; and once a second tenant calls, every call goes to its lane from the
 //! start, for [`CONTENDED_FOR`] after the tenants last took turns.
 //!
+//! Priority alone does not make the kernel switch at once, so while tenants take turns the lower
+//! lanes' threads also keep off one CPU (`reserve.rs`).
+//!
 //! Lowering a thread's priority needs no privilege but raising it does, so a lane's threads keep
 //! their priority for life; a lane's runtime starts on its first call. The top lane's threads
 //! also ask for short time slices, as the HTTP workers do (`thread_priority.rs`), so the kernel
@@ -27,11 +30,11 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use super::reserve::{Contention, Reserve};
 use crate::tenancy::TenantId;
 
 /// How much lower each lane's priority is than the one above.
@@ -51,10 +54,10 @@ pub struct Lanes {
     lanes: [OnceLock<tokio::runtime::Runtime>; LANES],
     threads_per_lane: usize,
     peaks: Mutex<Peaks>,
-    /// When the lanes were made: the clock of `contended_until`.
-    born: Instant,
-    /// Until when (nanoseconds after `born`) calls start on their lanes; 0 if never.
-    contended_until: AtomicU64,
+    /// Whether tenants took turns within [`CONTENDED_FOR`]: calls then start on their lanes,
+    /// and the lower lanes keep one CPU free (`reserve.rs`).
+    contention: Arc<Contention>,
+    reserve: Reserve,
 }
 
 /// The tenants' recent peaks, and who called last.
@@ -123,12 +126,13 @@ impl std::fmt::Debug for Lanes {
 impl Lanes {
     /// Lanes of `threads_per_lane` threads each (the CPUs there are, at least 1).
     pub fn new(threads_per_lane: usize) -> Self {
+        let contention = Arc::new(Contention::new());
         Lanes {
             lanes: Default::default(),
             threads_per_lane: threads_per_lane.max(1),
             peaks: Mutex::new(Peaks::default()),
-            born: Instant::now(),
-            contended_until: AtomicU64::new(0),
+            reserve: Reserve::new(contention.clone()),
+            contention,
         }
     }
 
@@ -140,13 +144,11 @@ impl Lanes {
         let mut peaks = self.peaks.lock().unwrap_or_else(PoisonError::into_inner);
         if peaks.last_caller.as_ref() != Some(tenant) {
             if peaks.last_caller.is_some() {
-                let until = now.saturating_duration_since(self.born) + CONTENDED_FOR;
-                let until = u64::try_from(until.as_nanos()).unwrap_or(u64::MAX);
-                self.contended_until.store(until, Ordering::Relaxed);
+                self.contention.noted_at(now, CONTENDED_FOR);
             }
             peaks.last_caller = Some(tenant.clone());
         }
-        let contended = self.contended(now);
+        let contended = self.contention.at(now);
         let by_tenant = &mut peaks.by_tenant;
         if by_tenant.len() > 4096 {
             // Forget tenants quiet for two windows: their peak is gone anyway.
@@ -165,13 +167,6 @@ impl Lanes {
             lane: Self::lane_of(peak),
             inline_first_turn: !contended,
         }
-    }
-
-    /// Whether two tenants took turns within [`CONTENDED_FOR`] before `now`.
-    fn contended(&self, now: Instant) -> bool {
-        let until = self.contended_until.load(Ordering::Relaxed);
-        let now = now.saturating_duration_since(self.born).as_nanos();
-        until != 0 && now < u128::from(until)
     }
 
     /// Run `call` where `placement` says: its first turn here if it may, the rest (or all of
@@ -217,7 +212,7 @@ impl Lanes {
         let runtime = match self.lanes[lane].get() {
             Some(runtime) => runtime,
             None => {
-                let runtime = start_lane(lane, self.threads_per_lane)?;
+                let runtime = start_lane(lane, self.threads_per_lane, &self.reserve)?;
                 // Two first calls may race to start it: one runtime wins, the other is dropped
                 // (outside any async context: `shutdown_background` does not block).
                 if let Err(loser) = self.lanes[lane].set(runtime) {
@@ -226,7 +221,9 @@ impl Lanes {
                 self.lanes[lane].get().expect("set above")
             }
         };
-        Ok(AbortOnDrop(runtime.spawn(call)))
+        Ok(AbortOnDrop(
+            runtime.spawn(FollowingTheReserve(Box::pin(call))),
+        ))
     }
 }
 
@@ -243,19 +240,42 @@ impl Drop for Lanes {
     }
 }
 
-fn start_lane(lane: usize, threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+fn start_lane(
+    lane: usize,
+    threads: usize,
+    reserve: &Reserve,
+) -> std::io::Result<tokio::runtime::Runtime> {
     let nice = NICE_STEP * lane as i32;
+    let reserve = reserve.clone();
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .thread_name(format!("wasmrpc-lane{lane}"))
         .on_thread_start(move || {
             if lane == 0 {
                 crate::thread_priority::prefer_on_wakeup();
+            } else {
+                reserve.adopt_for_this_thread();
             }
             crate::thread_priority::lower_by(nice);
         })
         .enable_all()
         .build()
+}
+
+/// A call on its lane, whose thread follows the CPU reserve at each poll (a guest polls at
+/// every epoch tick).
+struct FollowingTheReserve<F>(std::pin::Pin<Box<F>>);
+
+impl<F: Future> Future for FollowingTheReserve<F> {
+    type Output = F::Output;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        Reserve::follow_on_this_thread();
+        self.0.as_mut().poll(cx)
+    }
 }
 
 /// A spawned task that is aborted when this handle is dropped (the caller went away).

@@ -7,6 +7,7 @@
 mod lanes;
 mod local;
 pub mod modules;
+mod reserve;
 
 pub use local::LocalExecutor;
 pub use modules::ModuleCache;
