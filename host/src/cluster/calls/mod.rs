@@ -36,6 +36,10 @@ const HEADER_ROOM: usize = 8 << 10;
 const ANSWER_GRACE: Duration = Duration::from_secs(30);
 /// How often a caller checks that the worker running its call is still a member.
 const LIVENESS_CHECK: Duration = Duration::from_millis(200);
+/// How long a caller still waits for an answer once the worker is seen gone: a worker that
+/// leaves gracefully sends its last answers just before its member entry is deleted, and the
+/// caller may see the deletion first.
+const LEAVING_ANSWER_GRACE: Duration = Duration::from_secs(1);
 /// How long leaving waits for one NATS operation (NATS may be down).
 pub const NATS_STEP: Duration = Duration::from_secs(2);
 /// Calls served at once for other workers (a bound on tasks; admission bounds the running).

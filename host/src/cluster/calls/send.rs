@@ -10,8 +10,8 @@ use bytes::Bytes;
 use wasmrpc_proto::{Code, Tensor};
 
 use super::{
-    ANSWER_GRACE, Attempt, Calls, LIVENESS_CHECK, METHOD, QUOTA, TENANT, TIMEOUT_MS, Target,
-    VERSION, local, subject,
+    ANSWER_GRACE, Attempt, Calls, LEAVING_ANSWER_GRACE, LIVENESS_CHECK, METHOD, QUOTA, TENANT,
+    TIMEOUT_MS, Target, VERSION, local, subject,
 };
 use crate::cluster::wire;
 use crate::service::{Caller, Service, ServiceError};
@@ -147,7 +147,7 @@ impl Calls {
         // connection drops is lost, so an interrupted connection ends the attempt like a death.
         let stats = self.client.statistics();
         let connects = stats.connects.load(Ordering::Relaxed);
-        let sent = self.client.send_request(subject(worker), request);
+        let mut sent = std::pin::pin!(self.client.send_request(subject(worker), request));
         let gone = async {
             let mut tick = tokio::time::interval(LIVENESS_CHECK);
             loop {
@@ -165,27 +165,36 @@ impl Calls {
                 }
             }
         };
-        tokio::select! {
-            reply = sent => match reply {
-                Ok(msg) => Attempt::Done(self.answer(msg).await),
-                Err(e) if e.kind() == RequestErrorKind::NoResponders => {
-                    Attempt::Gone(format!("worker `{worker}` is not serving calls"))
+        let reply = tokio::select! {
+            biased;
+            reply = &mut sent => reply,
+            why = gone => {
+                // A worker that leaves answers its last calls first, but its leaving can be
+                // seen here before the answer is: wait a moment for an answer on its way.
+                match tokio::time::timeout(LEAVING_ANSWER_GRACE, &mut sent).await {
+                    Ok(reply) => reply,
+                    Err(_) => return Attempt::Gone(why),
                 }
-                Err(e) if e.kind() == RequestErrorKind::TimedOut => {
-                    if self.members.get(worker).is_none() {
-                        Attempt::Gone(format!("worker `{worker}` left during the call"))
-                    } else {
-                        Attempt::Done(Err(ServiceError::Remote {
-                            code: Code::DeadlineExceeded,
-                            message: format!("worker `{worker}` did not answer in time"),
-                        }))
-                    }
+            }
+        };
+        match reply {
+            Ok(msg) => Attempt::Done(self.answer(msg).await),
+            Err(e) if e.kind() == RequestErrorKind::NoResponders => {
+                Attempt::Gone(format!("worker `{worker}` is not serving calls"))
+            }
+            Err(e) if e.kind() == RequestErrorKind::TimedOut => {
+                if self.members.get(worker).is_none() {
+                    Attempt::Gone(format!("worker `{worker}` left during the call"))
+                } else {
+                    Attempt::Done(Err(ServiceError::Remote {
+                        code: Code::DeadlineExceeded,
+                        message: format!("worker `{worker}` did not answer in time"),
+                    }))
                 }
-                Err(e) => Attempt::Done(Err(ServiceError::Unavailable(format!(
-                    "the call could not be sent to worker `{worker}`: {e}"
-                )))),
-            },
-            why = gone => Attempt::Gone(why),
+            }
+            Err(e) => Attempt::Done(Err(ServiceError::Unavailable(format!(
+                "the call could not be sent to worker `{worker}`: {e}"
+            )))),
         }
     }
 }
