@@ -29,16 +29,22 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
             Compiler::this_binary().context("finding the wasmrpc binary to compile with")?;
     }
     keep_freed_memory_for_reuse();
-    // The accept loop runs on this thread (`block_on` below).
-    crate::thread_priority::prefer_on_wakeup();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("wasmrpc-worker")
-        // The HTTP workers answer as soon as a request arrives, ahead of guests' threads.
-        .on_thread_start(crate::thread_priority::prefer_on_wakeup)
+        // The HTTP workers answer as soon as a request arrives, ahead of guests' threads, and
+        // keep to the CPU reserved for answering while busy tenants' guests are kept off it
+        // (`execute/reserve.rs`): they check whenever they wake.
+        .on_thread_start(|| {
+            crate::thread_priority::prefer_on_wakeup();
+            crate::execute::Reserve::mark_answering_thread();
+        })
+        .on_thread_unpark(crate::execute::Reserve::follow_on_this_thread)
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(async move {
+    // The server runs as a task, so that the accept loop too runs on an HTTP worker (which
+    // keeps to the CPU reserved for answering while tenants contend), not on this thread.
+    let server = runtime.spawn(async move {
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("binding {}", config.listen))?;
@@ -60,7 +66,10 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
         tracing::info!(%address, data_dir = %config.data_dir.display(), "serving");
         app.run(listener, shutdown_signal()).await?;
         Ok(())
-    })
+    });
+    runtime
+        .block_on(server)
+        .context("the server's task stopped")?
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -16,11 +16,14 @@
 //! So while only one tenant has called lately (nobody to be fair to), a call's first turn runs
 //! right where its request arrived ([`Lanes::run`]): a quick call ends there. A call still
 //! running at its first epoch tick moves to its lane then, so no slow guest holds an HTTP thread
-//! for more than a tick; and once a second tenant calls, every call goes to its lane from the
-//! start, for [`CONTENDED_FOR`] after the tenants last took turns.
+//! for more than a tick. Once a second tenant calls, a busy tenant's calls (lanes below the top)
+//! go to their lane from the start, for [`CONTENDED_FOR`] after the tenants last took turns;
+//! a tenant's only call still starts inline, on an HTTP thread that answers at the same
+//! priority as the top lane.
 //!
-//! Priority alone does not make the kernel switch at once, so while tenants take turns the lower
-//! lanes' threads also keep off one CPU (`reserve.rs`).
+//! Priority alone does not make the kernel switch at once, so while tenants take turns and a
+//! lower lane runs a call, the lower lanes' threads and the threads that answer keep to different
+//! CPUs (`reserve.rs`).
 //!
 //! Lowering a thread's priority needs no privilege but raising it does, so a lane's threads keep
 //! their priority for life; a lane's runtime starts on its first call. The top lane's threads
@@ -34,7 +37,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use super::reserve::{Contention, Reserve};
+use super::reserve::{Contention, LowerLaneCall, Reserve, Side};
 use crate::tenancy::TenantId;
 
 /// How much lower each lane's priority is than the one above.
@@ -72,7 +75,8 @@ struct Peaks {
 pub struct Placement {
     /// The lane it runs on (from its first turn, or from its second).
     pub lane: usize,
-    /// No other tenant called lately: the first turn runs inline.
+    /// No other tenant called lately, or the call is its tenant's only one (the top lane): the
+    /// first turn runs inline.
     pub inline_first_turn: bool,
 }
 
@@ -165,7 +169,7 @@ impl Lanes {
             .note(running, now);
         Placement {
             lane: Self::lane_of(peak),
-            inline_first_turn: !contended,
+            inline_first_turn: !contended || Self::lane_of(peak) == 0,
         }
     }
 
@@ -179,6 +183,8 @@ impl Lanes {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        // An HTTP worker of `wasmrpc serve` takes the answering side of a split CPU set.
+        self.reserve.follow_if_answering();
         let mut call = Box::pin(call);
         if placement.inline_first_turn {
             // One poll: a guest that yields at its first epoch tick is a slow call.
@@ -188,7 +194,7 @@ impl Lanes {
             }
         }
         let on_lane = self
-            .spawn(placement.lane, call)
+            .spawn_pinned(placement.lane, call)
             .map_err(LaneFailure::Start)?;
         on_lane.await.map_err(LaneFailure::Stopped)
     }
@@ -203,7 +209,21 @@ impl Lanes {
     ///
     /// # Errors
     /// A lane whose runtime cannot start (no threads left): the caller's error from `failed`.
+    #[cfg(test)]
     pub fn spawn<F>(&self, lane: usize, call: F) -> std::io::Result<AbortOnDrop<F::Output>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.spawn_pinned(lane, Box::pin(call))
+    }
+
+    /// [`Lanes::spawn`] for a call already pinned in a box.
+    fn spawn_pinned<F>(
+        &self,
+        lane: usize,
+        call: std::pin::Pin<Box<F>>,
+    ) -> std::io::Result<AbortOnDrop<F::Output>>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -221,9 +241,11 @@ impl Lanes {
                 self.lanes[lane].get().expect("set above")
             }
         };
-        Ok(AbortOnDrop(
-            runtime.spawn(FollowingTheReserve(Box::pin(call))),
-        ))
+        let counted = (lane > 0).then(|| LowerLaneCall::new(&self.contention));
+        Ok(AbortOnDrop(runtime.spawn(FollowingTheReserve {
+            call,
+            _counted: counted,
+        })))
     }
 }
 
@@ -253,8 +275,9 @@ fn start_lane(
         .on_thread_start(move || {
             if lane == 0 {
                 crate::thread_priority::prefer_on_wakeup();
+                reserve.adopt_for_this_thread(Side::Answering);
             } else {
-                reserve.adopt_for_this_thread();
+                reserve.adopt_for_this_thread(Side::Guests);
             }
             crate::thread_priority::lower_by(nice);
         })
@@ -263,8 +286,11 @@ fn start_lane(
 }
 
 /// A call on its lane, whose thread follows the CPU reserve at each poll (a guest polls at
-/// every epoch tick).
-struct FollowingTheReserve<F>(std::pin::Pin<Box<F>>);
+/// every epoch tick); counted while it lives when its lane is a lower one.
+struct FollowingTheReserve<F> {
+    call: std::pin::Pin<Box<F>>,
+    _counted: Option<LowerLaneCall>,
+}
 
 impl<F: Future> Future for FollowingTheReserve<F> {
     type Output = F::Output;
@@ -274,7 +300,7 @@ impl<F: Future> Future for FollowingTheReserve<F> {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
         Reserve::follow_on_this_thread();
-        self.0.as_mut().poll(cx)
+        self.call.as_mut().poll(cx)
     }
 }
 
@@ -330,20 +356,24 @@ mod tests {
     }
 
     #[test]
-    fn calls_start_inline_until_a_second_tenant_calls() {
+    fn only_a_tenants_only_call_starts_inline_once_a_second_tenant_calls() {
         let lanes = Lanes::new(1);
         let (a, b) = (TenantId::new("a"), TenantId::new("b"));
         assert!(lanes.place(&a, 1).inline_first_turn, "alone: inline");
-        assert_eq!(lanes.place(&a, 3).lane, 2, "still on its lane by load");
-        assert!(lanes.place(&a, 1).inline_first_turn, "still alone");
+        let busy = lanes.place(&a, 3);
+        assert_eq!(busy.lane, 2, "still on its lane by load");
+        assert!(busy.inline_first_turn, "still alone");
+        let light = lanes.place(&b, 1);
         assert!(
-            !lanes.place(&b, 1).inline_first_turn,
-            "a second tenant: lanes"
+            light.inline_first_turn && light.lane == 0,
+            "a light tenant's call: inline"
         );
+        let busy = lanes.place(&a, 1);
         assert!(
-            !lanes.place(&a, 1).inline_first_turn,
-            "for the first tenant too"
+            !busy.inline_first_turn,
+            "a busy tenant's calls go to their lane from the start"
         );
+        assert_eq!(busy.lane, 2, "by its recent peak");
         assert!(!lanes.place(&a, 1).inline_first_turn, "for a while");
     }
 

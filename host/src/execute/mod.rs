@@ -9,6 +9,8 @@ mod local;
 pub mod modules;
 mod reserve;
 
+pub(crate) use reserve::Reserve;
+
 pub use local::LocalExecutor;
 pub use modules::ModuleCache;
 

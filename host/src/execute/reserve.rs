@@ -1,38 +1,67 @@
-//! A CPU kept for answering: while tenants take turns, busy tenants' guests stay off one CPU.
+//! A CPU kept for answering: while tenants take turns and busy tenants' further calls run,
+//! their guests run on every CPU but one, and the threads that answer run on that one.
 //!
 //! Lane priorities (`lanes.rs`) tell the kernel which thread matters, but they do not make it
 //! switch at once. Measured on this project's 2-CPU machine (Linux 6.18, `perf sched
-//! timehist`): a nice-0 HTTP thread woken from the other CPU waited 3.6 ms, a whole scheduler
-//! tick, behind a nice-16 guest thread of a flooding tenant, while the other CPU ran a second
-//! one. So when two tenants have called within the last second, threads of the lower lanes
-//! (a tenant's second and further running calls) may run on every allowed CPU but one. That one
-//! stays free for the HTTP threads, the top lane (a tenant's only running call) and the kernel's
-//! network work, so a light tenant's call finds a CPU without waiting for a tick.
+//! timehist`): a nice-0 HTTP thread woken on a CPU where a nice-19 guest thread ran waited for
+//! that CPU's next scheduler tick (up to 4 ms), even with the guest thread at `SCHED_IDLE`: the
+//! scheduler picked the guest when the HTTP thread had just used more than its share (EEVDF's
+//! eligibility), and nothing asked again before the tick. So the two kinds of thread are kept
+//! apart: while two tenants have called within the last second and a lower lane (a tenant's
+//! second and further running calls) has a call running,
 //!
-//! The cost falls on the busy tenant only while another tenant calls: its further calls share
-//! one CPU fewer. With one tenant alone the lanes use every CPU, and on a machine with a single
-//! allowed CPU nothing is reserved.
+//! - the lower lanes' threads run on every allowed CPU but the reserved one (the highest);
+//! - the threads that answer run on the reserved one only: the top lane's (a tenant's only
+//!   running call) and the HTTP workers of `wasmrpc serve` (threads that
+//!   [`Reserve::mark_answering_thread`] marked; an embedding application's own threads are
+//!   never moved).
 //!
-//! A lane thread follows the contention state at each poll of its task, which a guest gives at
-//! every epoch tick; changing a thread's CPUs is one system call, made only when the state
-//! flips.
+//! So a light tenant's call is parsed, run and answered on a CPU no busy tenant's guest is
+//! queued on. The cost falls on the busy tenant only while another tenant calls: its further
+//! calls share one CPU fewer. With one tenant alone, or when no lower lane runs, every thread
+//! uses every CPU; on a machine with a single allowed CPU nothing is reserved.
+//!
+//! A thread follows the state when it polls a call (a guest polls at every epoch tick), and an
+//! HTTP worker also when it wakes; changing a thread's CPUs is one system call, made only when
+//! the state flips.
 
 use std::cell::Cell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// `WASMRPC_CPU_RESERVE=0` turns the reserve off: for a server that runs one busy tenant's
 /// throughput before others' latency, and for measuring what the reserve buys.
 pub const DISABLE_VAR: &str = "WASMRPC_CPU_RESERVE";
 
-/// Whether tenants took turns lately: the clock the lanes and their threads share.
+/// Whether tenants took turns lately, and how many calls the lower lanes run: the state the
+/// lanes and their threads share.
 #[derive(Debug)]
 pub struct Contention {
     /// When it was made: the clock of `until`.
     born: Instant,
     /// Until when (nanoseconds after `born`) tenants count as contending; 0 if never.
     until: AtomicU64,
+    /// Calls running on the lower lanes (see [`LowerLaneCall`]).
+    lower_lane_calls: AtomicUsize,
+}
+
+/// A call running on a lower lane: counted while it lives.
+#[derive(Debug)]
+pub struct LowerLaneCall(Arc<Contention>);
+
+impl LowerLaneCall {
+    /// Count a call on a lower lane until the returned value is dropped.
+    pub fn new(contention: &Arc<Contention>) -> Self {
+        contention.lower_lane_calls.fetch_add(1, Ordering::Relaxed);
+        LowerLaneCall(contention.clone())
+    }
+}
+
+impl Drop for LowerLaneCall {
+    fn drop(&mut self) {
+        self.0.lower_lane_calls.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Contention {
@@ -41,7 +70,13 @@ impl Contention {
         Contention {
             born: Instant::now(),
             until: AtomicU64::new(0),
+            lower_lane_calls: AtomicUsize::new(0),
         }
+    }
+
+    /// Whether the CPUs are split now: tenants contend and a lower lane runs a call.
+    pub fn split_at(&self, now: Instant) -> bool {
+        self.lower_lane_calls.load(Ordering::Relaxed) > 0 && self.at(now)
     }
 
     /// Tenants took turns at `now`: they contend for `window` from now.
@@ -59,7 +94,7 @@ impl Contention {
     }
 }
 
-/// The CPUs a lower lane's thread may use: all allowed ones, or all but the reserved one.
+/// Where a thread that follows the reserve may run: every allowed CPU, or its side of the split.
 #[derive(Debug, Clone)]
 pub struct Reserve {
     contention: Arc<Contention>,
@@ -72,13 +107,26 @@ pub struct Reserve {
 struct Masks {
     all: libc::cpu_set_t,
     all_but_one: libc::cpu_set_t,
+    only_one: libc::cpu_set_t,
+}
+
+/// Which side of the split a thread is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// A lower lane's thread: every allowed CPU but the reserved one.
+    Guests,
+    /// A thread that answers (the top lane's, an HTTP worker of `wasmrpc serve`): the reserved
+    /// CPU only.
+    Answering,
 }
 
 thread_local! {
-    /// This thread's reserve, when it is a lower lane's thread.
-    static LANE_RESERVE: std::cell::RefCell<Option<Reserve>> = const { std::cell::RefCell::new(None) };
-    /// Whether this thread keeps off the reserved CPU now.
-    static KEEPS_OFF: Cell<bool> = const { Cell::new(false) };
+    /// The reserve this thread follows, and its side.
+    static FOLLOWS: std::cell::RefCell<Option<(Reserve, Side)>> = const { std::cell::RefCell::new(None) };
+    /// Whether this thread may be moved to the answering side: an HTTP worker of `wasmrpc serve`.
+    static ANSWERS: Cell<bool> = const { Cell::new(false) };
+    /// Whether this thread keeps to its side now.
+    static SPLIT: Cell<bool> = const { Cell::new(false) };
 }
 
 impl Reserve {
@@ -93,32 +141,53 @@ impl Reserve {
         }
     }
 
-    /// Make the calling thread (a lower lane's, just started) follow the contention state.
-    pub fn adopt_for_this_thread(&self) {
-        LANE_RESERVE.with(|r| *r.borrow_mut() = Some(self.clone()));
+    /// Make the calling thread (a lane's, just started) follow the reserve on `side`.
+    pub fn adopt_for_this_thread(&self, side: Side) {
+        FOLLOWS.with(|f| *f.borrow_mut() = Some((self.clone(), side)));
     }
 
-    /// On a lower lane's thread: keep off the reserved CPU while tenants contend, and use it
-    /// again when they stop. Elsewhere: nothing.
+    /// Mark the calling thread as one that answers requests (an HTTP worker of `wasmrpc
+    /// serve`): when it first runs a call it follows that call's reserve, on the answering side.
+    pub fn mark_answering_thread() {
+        ANSWERS.set(true);
+    }
+
+    /// On a thread that [`Reserve::mark_answering_thread`] marked: follow this reserve, unless
+    /// it already follows one, and take its side now. Elsewhere: nothing.
+    pub fn follow_if_answering(&self) {
+        if !ANSWERS.get() {
+            return;
+        }
+        FOLLOWS.with(|f| {
+            let mut f = f.borrow_mut();
+            if f.is_none() {
+                *f = Some((self.clone(), Side::Answering));
+            }
+        });
+        Self::follow_on_this_thread();
+    }
+
+    /// On a thread that follows a reserve: take its side while the CPUs are split, and every
+    /// CPU again when they are not. Elsewhere: nothing.
     pub fn follow_on_this_thread() {
-        LANE_RESERVE.with(|r| {
-            if let Some(reserve) = r.borrow().as_ref() {
-                let keep_off = reserve.contention.at(Instant::now());
-                if keep_off != KEEPS_OFF.get() {
-                    reserve.apply(keep_off);
-                    KEEPS_OFF.set(keep_off);
+        FOLLOWS.with(|f| {
+            if let Some((reserve, side)) = f.borrow().as_ref() {
+                let split = reserve.contention.split_at(Instant::now());
+                if split != SPLIT.get() {
+                    reserve.apply(split, *side);
+                    SPLIT.set(split);
                 }
             }
         });
     }
 
     #[cfg(target_os = "linux")]
-    fn apply(&self, keep_off: bool) {
+    fn apply(&self, split: bool, side: Side) {
         if let Some(masks) = &self.masks {
-            let mask = if keep_off {
-                &masks.all_but_one
-            } else {
-                &masks.all
+            let mask = match (split, side) {
+                (false, _) => &masks.all,
+                (true, Side::Guests) => &masks.all_but_one,
+                (true, Side::Answering) => &masks.only_one,
             };
             // SAFETY: `mask` is a valid cpu_set_t of the size given; pid 0 is this thread.
             // A refusal (CPUs taken away meanwhile) leaves the thread where it was.
@@ -129,7 +198,7 @@ impl Reserve {
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn apply(&self, _keep_off: bool) {}
+    fn apply(&self, _split: bool, _side: Side) {}
 }
 
 #[cfg(target_os = "linux")]
@@ -151,7 +220,13 @@ impl Masks {
                 .find(|&cpu| libc::CPU_ISSET(cpu, &all))?;
             let mut all_but_one = all;
             libc::CPU_CLR(highest, &mut all_but_one);
-            Some(Masks { all, all_but_one })
+            let mut only_one: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(highest, &mut only_one);
+            Some(Masks {
+                all,
+                all_but_one,
+                only_one,
+            })
         }
     }
 }
@@ -183,24 +258,67 @@ mod tests {
     }
 
     #[test]
-    fn a_lower_lanes_thread_leaves_one_cpu_free_while_tenants_contend() {
+    fn the_cpus_split_between_guests_and_answering_threads_while_tenants_contend() {
         let contention = Arc::new(Contention::new());
         let reserve = Reserve::new(contention.clone());
         let before = allowed_cpus();
+        let (reserved, others) = if before > 1 {
+            (1, before - 1)
+        } else {
+            (before, before)
+        };
+        // Each side on a thread of its own, stepping through the states in turn.
+        let step = std::sync::Barrier::new(3);
         std::thread::scope(|s| {
-            s.spawn(|| {
-                reserve.adopt_for_this_thread();
-                Reserve::follow_on_this_thread();
-                assert_eq!(allowed_cpus(), before, "no contention: every CPU");
-                contention.noted_at(Instant::now(), Duration::from_secs(60));
-                Reserve::follow_on_this_thread();
-                assert_eq!(allowed_cpus(), before.saturating_sub(1).max(1));
-                contention.noted_at(Instant::now() - Duration::from_secs(120), Duration::ZERO);
-                Reserve::follow_on_this_thread();
-                assert_eq!(allowed_cpus(), before, "contention over: every CPU again");
+            let guests = s.spawn(|| {
+                reserve.adopt_for_this_thread(Side::Guests);
+                let mut seen = Vec::new();
+                for _ in 0..4 {
+                    step.wait(); // the state has changed
+                    Reserve::follow_on_this_thread();
+                    seen.push(allowed_cpus());
+                    step.wait(); // before it changes again
+                }
+                seen
             });
+            let answering = s.spawn(|| {
+                Reserve::mark_answering_thread();
+                let mut seen = Vec::new();
+                for _ in 0..4 {
+                    step.wait();
+                    reserve.follow_if_answering();
+                    seen.push(allowed_cpus());
+                    step.wait();
+                }
+                seen
+            });
+            let mut call = None;
+            for state in 0..4 {
+                match state {
+                    0 => {}                                                            // nobody contends
+                    1 => contention.noted_at(Instant::now(), Duration::from_secs(60)), // no lower lane runs
+                    2 => call = Some(LowerLaneCall::new(&contention)),                 // split
+                    _ => drop(call.take()), // the lower lane's call ended
+                }
+                step.wait();
+                step.wait();
+            }
+            let all_then_split = vec![before, before, others, before];
+            assert_eq!(
+                guests.join().unwrap(),
+                all_then_split,
+                "a lower lane's thread"
+            );
+            let answering_split = vec![before, before, reserved, before];
+            assert_eq!(
+                answering.join().unwrap(),
+                answering_split,
+                "an answering thread"
+            );
         });
-        // Threads that are not a lane's are never moved.
+        // A thread nobody marked is never moved, split or not.
+        let _call = LowerLaneCall::new(&contention);
+        reserve.follow_if_answering();
         Reserve::follow_on_this_thread();
         assert_eq!(allowed_cpus(), before);
     }
