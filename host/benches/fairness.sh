@@ -58,18 +58,15 @@ curl -sf -X PUT -H "Authorization: Bearer $quiet_key" --data-binary "@$guests/ex
 curl -sf -X PUT -H "Authorization: Bearer $flood_key" --data-binary "@$guests/guest_hostile.wasm" \
     "http://$addr/v1/methods/spin?export=spin" >/dev/null
 
-cat > "$work/quiet.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer $quiet_key"
-wrk.body = '{"args":[{"dtype":"int32","shape":[],"data":2},{"dtype":"int32","shape":[],"data":3}]}'
-LUA
-cat > "$work/flood.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer $flood_key"
-wrk.body = '{"args":[{"dtype":"float32","shape":[],"data":0}],"timeout_ms":$flood_deadline_ms}'
-LUA
+# A wrk script $1 that POSTs the JSON body $3 with the key $2.
+post_script() {
+    printf '%s\n' 'wrk.method = "POST"' 'wrk.headers["Content-Type"] = "application/json"' \
+        "wrk.headers[\"Authorization\"] = \"Bearer $2\"" "wrk.body = '$3'" > "$1"
+}
+post_script "$work/quiet.lua" "$quiet_key" \
+    '{"args":[{"dtype":"int32","shape":[],"data":2},{"dtype":"int32","shape":[],"data":3}]}'
+post_script "$work/flood.lua" "$flood_key" \
+    "{\"args\":[{\"dtype\":\"float32\",\"shape\":[],\"data\":0}],\"timeout_ms\":$flood_deadline_ms}"
 
 # "p50 p99" in microseconds of one quiet wrk run; fails if any answer was not 2xx.
 quiet_run() {
