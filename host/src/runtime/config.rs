@@ -63,6 +63,9 @@ pub struct RuntimeConfig {
     /// is missing) and reset only those, up to `pool_keep_resident_bytes` anywhere in the
     /// memory, instead of the first `pool_keep_resident_bytes` bytes whether used or not.
     pub pool_pagemap_scan: bool,
+    /// Ask Linux for transparent huge pages in the pool of linear memories, so a call that
+    /// moves megabytes faults its memory in 2 MiB at a time (`runtime/huge_pages.rs`).
+    pub pool_huge_pages: bool,
     /// Where compiled components are kept on disk (`runtime/artifacts.rs`), so a restart
     /// loads them instead of compiling again; `None` keeps none. `wasmrpc serve` uses
     /// `artifacts/` in its data directory.
@@ -93,6 +96,7 @@ impl Default for RuntimeConfig {
             pool_keep_resident_bytes: 1 << 20,
             pool_decommit_batch: 8,
             pool_pagemap_scan: true,
+            pool_huge_pages: true,
             artifact_cache: None,
         }
     }

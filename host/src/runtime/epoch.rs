@@ -36,8 +36,7 @@ pub fn engine_config(config: &RuntimeConfig) -> Config {
         // still run at once (`COMPILES_AT_ONCE`).
         .parallel_compilation(false);
     if config.pooling {
-        // Slots for every running call, plus a few for registrations' signatures() calls.
-        let instances = config.max_concurrent_calls as u32 + 4;
+        let instances = pool_instances(config);
         let mut pool = PoolingAllocationConfig::new();
         pool.total_component_instances(instances)
             .total_core_instances(instances * config.max_core_instances)
@@ -66,6 +65,18 @@ pub fn engine_config(config: &RuntimeConfig) -> Config {
         c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
     c
+}
+
+/// Component instances the pool holds: one for every running call, plus a few for
+/// registrations' `signatures()` calls.
+fn pool_instances(config: &RuntimeConfig) -> u32 {
+    config.max_concurrent_calls as u32 + 4
+}
+
+/// The fewest bytes the pool of linear memories reserves: every memory of every instance at
+/// its largest (wasmtime adds guard regions, so the real reservation is larger).
+pub fn memory_pool_bytes(config: &RuntimeConfig) -> usize {
+    pool_instances(config) as usize * config.max_memories as usize * config.memory_per_call
 }
 
 /// A thread that advances the engine's epoch every [`EPOCH_TICK`] until dropped.

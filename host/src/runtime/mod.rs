@@ -16,6 +16,7 @@ mod convert;
 mod epoch;
 pub mod failure;
 pub mod guest_log;
+mod huge_pages;
 pub mod imports;
 pub mod limits;
 mod sandbox;
@@ -38,6 +39,26 @@ use compiles::{ABANDONED_COMPILES_MAX, COMPILES_AT_ONCE, CompileGate, CompilePer
 use epoch::EpochTicker;
 use limits::CallLimiter;
 use sandbox::CallState;
+
+/// Whether to ask for huge pages in the pool: only where there is a pool to ask for, and not
+/// with `WASMRPC_HUGE_PAGES=0` in the environment (for side-by-side measurements).
+fn huge_pages_wanted(config: &RuntimeConfig) -> bool {
+    config.pooling
+        && config.pool_huge_pages
+        && cfg!(target_os = "linux")
+        && std::env::var_os(huge_pages::DISABLE_VAR).is_none_or(|v| v != "0")
+}
+
+/// Marks the memory pool the engine just reserved (the new mappings since `before`) for huge
+/// pages. Finding none is not an error: calls work the same, large ones slower.
+fn advise_huge_pages(before: &[huge_pages::Mapping], config: &RuntimeConfig) {
+    let after = huge_pages::mappings();
+    let pools = huge_pages::new_reservations(before, &after, epoch::memory_pool_bytes(config));
+    let advised = pools.iter().filter(|m| huge_pages::advise(**m)).count();
+    if advised == 0 {
+        tracing::debug!("no memory pool found to advise for huge pages");
+    }
+}
 
 /// A compiled component whose signatures have not been asked for yet ([`Runtime::describe`]).
 pub struct Compiled {
@@ -123,8 +144,12 @@ impl Runtime {
     /// The engine could not be created (for example, the pooling allocator could not reserve its
     /// address space: set `pooling: false`).
     pub fn new(config: RuntimeConfig) -> anyhow::Result<Self> {
+        let before = huge_pages_wanted(&config).then(huge_pages::mappings);
         let engine = Engine::new(&epoch::engine_config(&config))
             .map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:?}"))?;
+        if let Some(before) = before {
+            advise_huge_pages(&before, &config);
+        }
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| anyhow::anyhow!("linking WASI: {e:?}"))?;

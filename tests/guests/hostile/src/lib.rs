@@ -16,7 +16,7 @@
 //! | `fail` | returns `failed-precondition` | FAILED_PRECONDITION |
 //! | `exit` | prints a line, then `std::process::exit(3)` | INTERNAL (the guest exited with status 1: WASI 0.2's `exit` carries only failure or success) |
 //! | `echo` | returns `x` | `x`: the component still works |
-//! | `write_marker` | leaves `WASMRPC-MARKER` all over 1 MiB of its heap, returns `x` | `x` |
+//! | `write_marker` | leaves `WASMRPC-MARKER` all over `x` MiB of its heap (1 to 48), returns `x` | `x` |
 //! | `scan_marker` | grows its memory by 16 MiB, then scans its whole heap for `WASMRPC-MARKER`: uint8 scalar 1 if found, else 0 | 0 in a fresh instance |
 //!
 //! Build: `cargo build --target wasm32-wasip2 --release -p guest-hostile`.
@@ -172,11 +172,16 @@ pub fn echo(x: Tensor<f32>) -> Tensor<f32> {
     x
 }
 
-/// Fills 1 MiB of heap with `WASMRPC-MARKER` repeated and leaks it, so the bytes stay in this
-/// instance's memory; returns `x`.
+/// Fills `x` MiB of heap (at least 1, at most 48) with `WASMRPC-MARKER` repeated and leaks it,
+/// so the bytes stay in this instance's memory; returns `x`. Past a few MiB the marker lands in
+/// memory the host serves with huge pages where the kernel offers them.
 #[wasmrpc_guest::method]
 pub fn write_marker(x: Tensor<f32>) -> Tensor<f32> {
-    let buf: Vec<u8> = MARKER.iter().copied().cycle().take(1 << 20).collect();
+    let mib = x
+        .as_slice()
+        .first()
+        .map_or(1, |&v| v.clamp(1.0, 48.0) as usize);
+    let buf: Vec<u8> = MARKER.iter().copied().cycle().take(mib << 20).collect();
     black_box(Vec::leak(buf));
     x
 }
