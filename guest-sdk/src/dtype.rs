@@ -172,10 +172,16 @@ pub trait Element: sealed::Sealed + Clone + fmt::Debug + PartialEq + 'static {
     /// Encodes elements into their wire bytes. Fails with `resource-exhausted` when the bytes
     /// cannot be allocated or a `Bytes` element is longer than `u32::MAX` bytes.
     fn encode(values: Vec<Self>) -> Result<Vec<u8>, Error>;
+
+    /// Whether the wire bytes of these elements, where they start aligned for `Self`, already
+    /// are their memory: every bit pattern is a value, there is no padding, and the target is
+    /// little-endian. Such arguments are read where the host wrote them (`elements.rs`).
+    #[doc(hidden)]
+    const IN_PLACE: bool = false;
 }
 
 /// Checks that `data` holds `count` elements of `size` bytes.
-fn check_len(data: &[u8], count: usize, size: usize) -> Result<(), Error> {
+pub(crate) fn check_len(data: &[u8], count: usize, size: usize) -> Result<(), Error> {
     match count.checked_mul(size) {
         Some(expected) if expected == data.len() => Ok(()),
         Some(expected) => Err(Error::invalid_argument(format!(
@@ -237,6 +243,7 @@ macro_rules! fixed_size {
 
         impl Element for $t {
             const DTYPE: DType = DType::$dtype;
+            const IN_PLACE: bool = cfg!(target_endian = "little");
 
             fn decode(data: Vec<u8>, count: usize) -> Result<Vec<Self>, Error> {
                 check_len(&data, count, $size)?;

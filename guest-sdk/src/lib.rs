@@ -122,6 +122,7 @@
 extern crate self as wasmrpc_guest;
 
 pub mod dtype;
+mod elements;
 pub mod error;
 pub mod log;
 pub mod tensor;

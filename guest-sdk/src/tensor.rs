@@ -9,6 +9,7 @@ use std::fmt;
 use std::ops::{Index, IndexMut};
 
 use crate::__private::{Shape, WitTensor};
+use crate::elements::Elements;
 use crate::{DType, Element, Error};
 
 /// A dense tensor of `T`s.
@@ -31,7 +32,7 @@ use crate::{DType, Element, Error};
 #[derive(Clone, PartialEq)]
 pub struct Tensor<T: Element> {
     shape: Vec<usize>,
-    data: Vec<T>,
+    data: Elements<T>,
 }
 
 /// The number of elements of `shape`, or `None` if some partial product overflows `usize`.
@@ -78,7 +79,11 @@ impl<T: Element> Tensor<T> {
     /// assert!(Tensor::new(vec![3], vec![1.0f32]).is_err());
     /// ```
     pub fn new(shape: impl Into<Vec<usize>>, data: Vec<T>) -> Result<Self, Error> {
-        let shape = shape.into();
+        Self::with_elements(shape.into(), Elements::Owned(data))
+    }
+
+    /// A tensor of `shape` holding `data`, checking the element count as [`new`](Self::new) does.
+    fn with_elements(shape: Vec<usize>, data: Elements<T>) -> Result<Self, Error> {
         match element_count(&shape) {
             Some(n) if n == data.len() => Ok(Tensor { shape, data }),
             Some(n) => Err(Error::invalid_argument(format!(
@@ -103,7 +108,7 @@ impl<T: Element> Tensor<T> {
     pub fn scalar(value: T) -> Self {
         Tensor {
             shape: Vec::new(),
-            data: vec![value],
+            data: Elements::Owned(vec![value]),
         }
     }
 
@@ -116,7 +121,7 @@ impl<T: Element> Tensor<T> {
     pub fn from_vec(data: Vec<T>) -> Self {
         Tensor {
             shape: vec![data.len()],
-            data,
+            data: Elements::Owned(data),
         }
     }
 
@@ -144,7 +149,10 @@ impl<T: Element> Tensor<T> {
             ))
         })?;
         data.resize(n, value);
-        Ok(Tensor { shape, data })
+        Ok(Tensor {
+            shape,
+            data: Elements::Owned(data),
+        })
     }
 
     /// A tensor of `shape` filled with `T::default()` (zero, `false` or empty). Fails as
@@ -184,7 +192,7 @@ impl<T: Element> Tensor<T> {
 
     /// Whether the tensor has no elements (some dimension is 0). A scalar is not empty.
     pub fn is_empty(&self) -> bool {
-        self.data.is_empty()
+        self.data.len() == 0
     }
 
     /// Whether the shape is `[]`.
@@ -201,7 +209,7 @@ impl<T: Element> Tensor<T> {
     /// assert_eq!(Tensor::from_vec(vec![1, 2]).item(), None);
     /// ```
     pub fn item(&self) -> Option<&T> {
-        match self.data.as_slice() {
+        match self.as_slice() {
             [only] => Some(only),
             _ => None,
         }
@@ -223,22 +231,22 @@ impl<T: Element> Tensor<T> {
 
     /// The elements in row-major order.
     pub fn as_slice(&self) -> &[T] {
-        &self.data
+        self.data.as_slice()
     }
 
     /// The elements in row-major order, mutable.
     pub fn as_mut_slice(&mut self) -> &mut [T] {
-        &mut self.data
+        self.data.as_mut_slice()
     }
 
     /// The elements in row-major order, dropping the shape.
     pub fn into_vec(self) -> Vec<T> {
-        self.data
+        self.data.into_vec()
     }
 
     /// The shape and the elements.
     pub fn into_parts(self) -> (Vec<usize>, Vec<T>) {
-        (self.shape, self.data)
+        (self.shape, self.data.into_vec())
     }
 
     /// The row-major offset of `index`, if it has one coordinate per axis, each in range.
@@ -258,12 +266,12 @@ impl<T: Element> Tensor<T> {
     /// The element at `index` (one coordinate per axis), or `None` if it is out of range or has
     /// the wrong rank. A scalar's only element is at `&[]`.
     pub fn get(&self, index: &[usize]) -> Option<&T> {
-        self.offset(index).map(|o| &self.data[o])
+        self.offset(index).map(|o| &self.as_slice()[o])
     }
 
     /// The element at `index`, mutable; see [`get`](Self::get).
     pub fn get_mut(&mut self, index: &[usize]) -> Option<&mut T> {
-        self.offset(index).map(|o| &mut self.data[o])
+        self.offset(index).map(|o| &mut self.as_mut_slice()[o])
     }
 
     /// Applies `f` to a copy of every element, keeping the shape.
@@ -275,7 +283,7 @@ impl<T: Element> Tensor<T> {
     pub fn map<U: Element>(&self, f: impl FnMut(T) -> U) -> Tensor<U> {
         Tensor {
             shape: self.shape.clone(),
-            data: self.data.iter().cloned().map(f).collect(),
+            data: Elements::Owned(self.as_slice().iter().cloned().map(f).collect()),
         }
     }
 
@@ -303,14 +311,14 @@ impl<T: Element> Tensor<T> {
             )));
         }
         let data = self
-            .data
+            .as_slice()
             .iter()
-            .zip(&other.data)
+            .zip(other.as_slice())
             .map(|(x, y)| f(x.clone(), y.clone()))
             .collect();
         Ok(Tensor {
             shape: self.shape.clone(),
-            data,
+            data: Elements::Owned(data),
         })
     }
 
@@ -324,7 +332,7 @@ impl<T: Element> Tensor<T> {
     /// ```
     pub fn reshape(self, shape: impl Into<Vec<usize>>) -> Result<Self, Error> {
         let from = self.shape;
-        Tensor::new(shape, self.data)
+        Tensor::with_elements(shape.into(), self.data)
             .map_err(|e| e.context(format!("cannot reshape {}", ShapeDisplay(&from))))
     }
 
@@ -348,7 +356,7 @@ impl<T: Element> Tensor<T> {
     pub fn rows(&self) -> Rows<'_, T> {
         let (row_len, remaining) = self.row_layout();
         Rows {
-            data: &self.data,
+            data: self.data.as_slice(),
             row_len,
             remaining,
         }
@@ -366,7 +374,7 @@ impl<T: Element> Tensor<T> {
     pub fn rows_mut(&mut self) -> RowsMut<'_, T> {
         let (row_len, remaining) = self.row_layout();
         RowsMut {
-            data: &mut self.data,
+            data: self.data.as_mut_slice(),
             row_len,
             remaining,
         }
@@ -395,7 +403,7 @@ impl<T: Element> Tensor<T> {
                 ShapeDisplay(&shape)
             )));
         };
-        let data = T::decode(tensor.data, count)?;
+        let data = Elements::from_wire(tensor.data, count)?;
         Ok(Tensor { shape, data })
     }
 
@@ -404,7 +412,7 @@ impl<T: Element> Tensor<T> {
         Ok(WitTensor {
             dtype: T::DTYPE.into(),
             shape: self.shape.iter().map(|&d| d as u64).collect(),
-            data: T::encode(self.data)?,
+            data: self.data.into_wire()?,
         })
     }
 
@@ -425,7 +433,7 @@ impl<T: Element> fmt::Debug for Tensor<T> {
         f.debug_struct("Tensor")
             .field("dtype", &T::DTYPE)
             .field("shape", &self.shape)
-            .field("data", &self.data)
+            .field("data", &self.as_slice())
             .finish()
     }
 }
@@ -437,7 +445,7 @@ impl<T: Element> Index<&[usize]> for Tensor<T> {
 
     fn index(&self, index: &[usize]) -> &T {
         match self.offset(index) {
-            Some(o) => &self.data[o],
+            Some(o) => &self.as_slice()[o],
             None => out_of_bounds(index, &self.shape),
         }
     }
@@ -446,7 +454,7 @@ impl<T: Element> Index<&[usize]> for Tensor<T> {
 impl<T: Element> IndexMut<&[usize]> for Tensor<T> {
     fn index_mut(&mut self, index: &[usize]) -> &mut T {
         match self.offset(index) {
-            Some(o) => &mut self.data[o],
+            Some(o) => &mut self.as_mut_slice()[o],
             None => out_of_bounds(index, &self.shape),
         }
     }

@@ -64,7 +64,10 @@ pub struct RuntimeConfig {
     /// memory, instead of the first `pool_keep_resident_bytes` bytes whether used or not.
     pub pool_pagemap_scan: bool,
     /// Ask Linux for transparent huge pages in the pool of linear memories, so a call that
-    /// moves megabytes faults its memory in 2 MiB at a time (`runtime/huge_pages.rs`).
+    /// moves megabytes faults its memory in 2 MiB at a time (`runtime/huge_pages.rs`). Off by
+    /// default: on the virtual machines measured, a freed huge page handed back to the host made
+    /// one large call in four wait about 30 ms for it (docs/benchmarks.md, row P4).
+    /// `WASMRPC_HUGE_PAGES=1` or `0` in the environment overrides it.
     pub pool_huge_pages: bool,
     /// Where compiled components are kept on disk (`runtime/artifacts.rs`), so a restart
     /// loads them instead of compiling again; `None` keeps none. `wasmrpc serve` uses
@@ -96,7 +99,7 @@ impl Default for RuntimeConfig {
             pool_keep_resident_bytes: 1 << 20,
             pool_decommit_batch: 8,
             pool_pagemap_scan: true,
-            pool_huge_pages: true,
+            pool_huge_pages: false,
             artifact_cache: None,
         }
     }

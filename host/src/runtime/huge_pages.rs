@@ -13,13 +13,19 @@
 //! all its memories together. The advice is only a hint: a kernel without huge pages, or a
 //! mapping not found, leaves every call exactly as it was, only slower for large tensors.
 //!
+//! It is off by default. On this project's machines (virtual machines that hand freed memory
+//! back to their host) a freed 2 MiB page was often gone from the host when the next call
+//! faulted it in again, and one large call in four then waited about 30 ms: the median call got
+//! faster, the mean did not (docs/benchmarks.md, row P4). On a machine that keeps its memory,
+//! `WASMRPC_HUGE_PAGES=1` turns it on.
+//!
 //! Small guests are unaffected: a huge page is used only for a 2 MiB-aligned stretch that lies
 //! wholly inside the accessible memory, and a guest's first megabyte or so (its stack and data)
 //! never forms one.
 
-/// `WASMRPC_HUGE_PAGES=0` leaves the pool without the advice (see
-/// [`crate::runtime::RuntimeConfig::pool_huge_pages`]).
-pub const DISABLE_VAR: &str = "WASMRPC_HUGE_PAGES";
+/// `WASMRPC_HUGE_PAGES=1` asks for huge pages, `0` does not, whatever
+/// [`crate::runtime::RuntimeConfig::pool_huge_pages`] says.
+pub const SWITCH_VAR: &str = "WASMRPC_HUGE_PAGES";
 
 /// A mapping of this process's address space: `[start, end)`, and whether it has no access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

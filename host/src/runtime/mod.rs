@@ -40,13 +40,15 @@ use epoch::EpochTicker;
 use limits::CallLimiter;
 use sandbox::CallState;
 
-/// Whether to ask for huge pages in the pool: only where there is a pool to ask for, and not
-/// with `WASMRPC_HUGE_PAGES=0` in the environment (for side-by-side measurements).
+/// Whether to ask for huge pages in the pool: only where there is a pool to ask for, as
+/// `WASMRPC_HUGE_PAGES` (`1` or `0`) says, else as the configuration does.
 fn huge_pages_wanted(config: &RuntimeConfig) -> bool {
-    config.pooling
-        && config.pool_huge_pages
-        && cfg!(target_os = "linux")
-        && std::env::var_os(huge_pages::DISABLE_VAR).is_none_or(|v| v != "0")
+    let wanted = match std::env::var(huge_pages::SWITCH_VAR).as_deref() {
+        Ok("1") => true,
+        Ok("0") => false,
+        _ => config.pool_huge_pages,
+    };
+    wanted && config.pooling && cfg!(target_os = "linux")
 }
 
 /// Marks the memory pool the engine just reserved (the new mappings since `before`) for huge

@@ -27,10 +27,24 @@ impl TestServer {
         server
     }
 
+    /// A server on a fresh data directory, with extra `serve` flags and environment variables.
+    pub fn start_with_env(extra: &[&str], vars: &[(&str, &str)]) -> TestServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data_dir = dir.path().to_path_buf();
+        let mut server = TestServer::spawn(&data_dir, extra, vars);
+        server._owned_dir = Some(dir);
+        server
+    }
+
     /// A server on an existing data directory.
     pub fn start_in(data_dir: &Path, extra: &[&str]) -> TestServer {
+        TestServer::spawn(data_dir, extra, &[])
+    }
+
+    fn spawn(data_dir: &Path, extra: &[&str], vars: &[(&str, &str)]) -> TestServer {
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let mut child = Command::new(env!("CARGO_BIN_EXE_wasmrpc"))
+            .envs(vars.iter().copied())
             .arg("serve")
             .args(["--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
