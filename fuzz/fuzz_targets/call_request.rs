@@ -1,5 +1,6 @@
 //! Any bytes as a call request body (`POST /v1/methods/{name}/call`): decoded in one pass without
-//! a panic, and every argument of an accepted request is a valid tensor.
+//! a panic, every argument of an accepted request is a valid tensor, and the one-pass reader
+//! never answers differently from the serde path.
 
 #![no_main]
 
@@ -7,6 +8,10 @@ use libfuzzer_sys::fuzz_target;
 use wasmrpc_proto::json::{CallRequestError, decode_call_request};
 
 fuzz_target!(|data: &[u8]| {
+    assert!(
+        wasmrpc_proto::json::one_pass_agrees_with_serde(data),
+        "the one-pass reader and serde disagree"
+    );
     match decode_call_request(data) {
         Ok(request) => {
             for t in &request.args {

@@ -7,6 +7,8 @@
 //!
 //! A call request is decoded in one pass ([`decode_call_request`]): each argument goes straight
 //! into its tensor, and a `data` array is read where it lies in the body, never copied as text.
+//! The requests clients commonly send are read by `one_pass`, which checks the JSON and reads the
+//! numbers in the same walk; everything else, and every error, goes through serde.
 
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -19,6 +21,9 @@ use serde_json::value::RawValue;
 use crate::dtype::DType;
 use crate::messages::CallRequest;
 use crate::tensor::{Tensor, TensorError, element_count, push_string, split_strings};
+
+mod float32;
+mod one_pass;
 
 /// How deep a nested `data` array may go; deeper is refused before any value is read.
 ///
@@ -97,6 +102,22 @@ pub enum CallRequestError {
 /// assert!(matches!(decode_call_request(b"{\"args\": 5}"), Err(CallRequestError::Body(_))));
 /// ```
 pub fn decode_call_request(body: &[u8]) -> Result<CallRequest, CallRequestError> {
+    one_pass::decode(body).or_else(|one_pass::Unsure| decode_with_serde(body))
+}
+
+/// Whether the one-pass reader and the serde path agree on `body`: either the reader leaves it
+/// to serde, or both accept it with the same request. For the fuzz target; not an API.
+#[doc(hidden)]
+pub fn one_pass_agrees_with_serde(body: &[u8]) -> bool {
+    match one_pass::decode(body) {
+        Err(one_pass::Unsure) => true,
+        Ok(fast) => decode_with_serde(body)
+            .is_ok_and(|slow| fast.timeout_ms == slow.timeout_ms && fast.args == slow.args),
+    }
+}
+
+/// [`decode_call_request`] through serde: every request, and every error's wording.
+fn decode_with_serde(body: &[u8]) -> Result<CallRequest, CallRequestError> {
     let failed = ArgumentFailure::default();
     let mut de = serde_json::Deserializer::from_slice(body);
     let result = DeserializeSeed::deserialize(CallRequestSeed { failed: &failed }, &mut de)
@@ -441,9 +462,8 @@ impl Encoder {
             }
             (DType::Float32, Scalar::Number(n)) => {
                 // Straight to f32: one rounding (through f64 would round twice, and be slower).
-                let v: f32 = n
-                    .parse()
-                    .map_err(|_| bad(&format!("`{n}` is not a number")))?;
+                let v: f32 =
+                    float32::parse(n).ok_or_else(|| bad(&format!("`{n}` is not a number")))?;
                 if !v.is_finite() {
                     return Err(bad(&format!("{n} is out of range for {dtype}")));
                 }
@@ -473,6 +493,17 @@ impl Encoder {
             (_, Scalar::Str(s)) => return Err(bad(&format!("{s} is not a {dtype} value"))),
         }
         Ok(())
+    }
+
+    /// A float32 value read by the one-pass reader; `None` (nothing pushed) when it is one too
+    /// many or not finite, which the serde path then words as an error.
+    fn push_float32(&mut self, v: f32) -> Option<()> {
+        if self.count >= self.expected || !v.is_finite() {
+            return None;
+        }
+        self.count += 1;
+        self.out.extend_from_slice(&v.to_le_bytes());
+        Some(())
     }
 
     fn push_float(&mut self, v: f64, text: &str) -> Result<(), String> {

@@ -1,0 +1,468 @@
+//! The common call request read in one pass over its bytes, the JSON checked on the way.
+//!
+//! Through serde, a `data` array is read twice: serde_json walks it once to find where it ends
+//! (and to check it is JSON), then the tensor decoder walks it again to read the numbers. For a
+//! request of a million floats that was half the time (docs/benchmarks.md, row P9). This reader
+//! checks the JSON grammar and reads the values in the same walk.
+//!
+//! It only ever answers for requests it fully understands, and answers exactly what the serde
+//! path ([`super::decode_call_request`]) would: a call request whose keys and strings have no
+//! escapes, each tensor's `dtype` and `shape` before its `data`, `data` a (possibly nested)
+//! array of numbers or booleans, or a number, or `data_b64`. Anything else, and every mistake
+//! (bad JSON, a wrong field, a value out of range), is [`Unsure`]: the caller reads the body
+//! again through serde, which decides and words the error. So this module never defines what
+//! is accepted; a differential test and the fuzz target hold the two paths to the same answers.
+
+use crate::dtype::DType;
+use crate::messages::CallRequest;
+use crate::tensor::{Tensor, element_count};
+
+use super::float32::{self, Decimal};
+use super::{Encoder, MAX_DATA_NESTING, Scalar};
+
+/// This reader cannot answer for the body; the serde path must.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Unsure;
+
+type Read<T> = Result<T, Unsure>;
+
+/// The call request in `body`, if it is one this reader fully understands and it is valid.
+pub(crate) fn decode(body: &[u8]) -> Read<CallRequest> {
+    let mut r = Reader { body, at: 0 };
+    let request = r.call_request()?;
+    r.skip_whitespace();
+    if r.at != body.len() {
+        return Err(Unsure);
+    }
+    Ok(request)
+}
+
+/// A position in the body.
+struct Reader<'b> {
+    body: &'b [u8],
+    at: usize,
+}
+
+impl<'b> Reader<'b> {
+    fn peek(&self) -> Option<u8> {
+        self.body.get(self.at).copied()
+    }
+
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.at += 1;
+        }
+    }
+
+    /// Consumes `byte` after any whitespace.
+    fn expect(&mut self, byte: u8) -> Read<()> {
+        self.skip_whitespace();
+        if self.peek() == Some(byte) {
+            self.at += 1;
+            Ok(())
+        } else {
+            Err(Unsure)
+        }
+    }
+
+    /// After whitespace: `close` (true: the container ends) or a comma (false), else unsure.
+    fn comma_or(&mut self, close: u8) -> Read<bool> {
+        self.skip_whitespace();
+        match self.peek() {
+            Some(b',') => {
+                self.at += 1;
+                Ok(false)
+            }
+            Some(b) if b == close => {
+                self.at += 1;
+                Ok(true)
+            }
+            _ => Err(Unsure),
+        }
+    }
+
+    /// Whether the next token (after whitespace) is `close`, which is then consumed: an empty
+    /// object or array.
+    fn empty(&mut self, close: u8) -> bool {
+        self.skip_whitespace();
+        let empty = self.peek() == Some(close);
+        if empty {
+            self.at += 1;
+        }
+        empty
+    }
+
+    /// A string without escapes, as its UTF-8 text.
+    fn string(&mut self) -> Read<&'b str> {
+        self.expect(b'"')?;
+        let start = self.at;
+        loop {
+            match self.peek() {
+                Some(b'"') => break,
+                // Escapes are left to serde; raw control characters are not JSON.
+                Some(b'\\' | 0..0x20) | None => return Err(Unsure),
+                Some(_) => self.at += 1,
+            }
+        }
+        let text = std::str::from_utf8(&self.body[start..self.at]).map_err(|_| Unsure)?;
+        self.at += 1;
+        Ok(text)
+    }
+
+    /// A JSON number's text, its grammar checked: `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`,
+    /// and its value taken apart on the way.
+    fn number(&mut self) -> Read<(&'b str, Decimal)> {
+        let start = self.at;
+        let mut decimal = Decimal {
+            exact: true,
+            ..Decimal::default()
+        };
+        if self.peek() == Some(b'-') {
+            decimal.negative = true;
+            self.at += 1;
+        }
+        match self.peek() {
+            Some(b'0') => self.at += 1,
+            Some(b'1'..=b'9') => self.digits(&mut decimal, false),
+            _ => return Err(Unsure),
+        }
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            self.at_least_one_digit(&mut decimal, true)?;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.at += 1;
+            let exponent_start = self.at;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.at += 1;
+            }
+            let mut exponent = Decimal::default();
+            self.at_least_one_digit(&mut exponent, false)?;
+            match float32::small_exponent(&self.body[exponent_start..self.at]) {
+                Some(e) => decimal.exponent += e,
+                None => decimal.exact = false,
+            }
+        }
+        // SAFETY: only ASCII bytes (digits, signs, `.`, `e`) were consumed since `start`.
+        let text = unsafe { std::str::from_utf8_unchecked(&self.body[start..self.at]) };
+        Ok((text, decimal))
+    }
+
+    fn digits(&mut self, decimal: &mut Decimal, fraction: bool) {
+        while let Some(b @ b'0'..=b'9') = self.peek() {
+            decimal.push_digit(b - b'0', fraction);
+            self.at += 1;
+        }
+    }
+
+    fn at_least_one_digit(&mut self, decimal: &mut Decimal, fraction: bool) -> Read<()> {
+        if !matches!(self.peek(), Some(b'0'..=b'9')) {
+            return Err(Unsure);
+        }
+        self.digits(decimal, fraction);
+        Ok(())
+    }
+
+    /// A JSON integer: no fraction, no exponent (serde refuses those for integer fields).
+    fn integer<T: std::str::FromStr>(&mut self) -> Read<T> {
+        self.skip_whitespace();
+        let (text, _) = self.number()?;
+        if text.contains(['.', 'e', 'E']) {
+            return Err(Unsure);
+        }
+        text.parse().map_err(|_| Unsure)
+    }
+
+    /// `{"args": [...], "timeout_ms": N}`, in either order, each at most once.
+    fn call_request(&mut self) -> Read<CallRequest> {
+        self.expect(b'{')?;
+        let (mut args, mut timeout_ms) = (None, None);
+        if !self.empty(b'}') {
+            loop {
+                let key = self.string()?;
+                self.expect(b':')?;
+                match key {
+                    "args" if args.is_none() => args = Some(self.args()?),
+                    "timeout_ms" if timeout_ms.is_none() => timeout_ms = Some(self.integer()?),
+                    _ => return Err(Unsure),
+                }
+                if self.comma_or(b'}')? {
+                    break;
+                }
+            }
+        }
+        Ok(CallRequest {
+            args: args.ok_or(Unsure)?,
+            timeout_ms: timeout_ms.unwrap_or(0),
+        })
+    }
+
+    fn args(&mut self) -> Read<Vec<Tensor>> {
+        self.expect(b'[')?;
+        let mut args = Vec::new();
+        if self.empty(b']') {
+            return Ok(args);
+        }
+        loop {
+            args.push(self.tensor()?);
+            if self.comma_or(b']')? {
+                return Ok(args);
+            }
+        }
+    }
+
+    /// One tensor object; `dtype` and `shape` must come before `data`.
+    fn tensor(&mut self) -> Read<Tensor> {
+        self.expect(b'{')?;
+        let (mut dtype, mut shape, mut bytes) = (None, None, None);
+        let mut seen_name = false;
+        if !self.empty(b'}') {
+            loop {
+                let key = self.string()?;
+                self.expect(b':')?;
+                match key {
+                    "name" if !seen_name => {
+                        seen_name = true;
+                        self.string()?;
+                    }
+                    "dtype" if dtype.is_none() => {
+                        dtype = Some(self.string()?.parse::<DType>().map_err(|_| Unsure)?);
+                    }
+                    "shape" if shape.is_none() => shape = Some(self.shape()?),
+                    "data" | "data_b64" if bytes.is_none() => {
+                        let (Some(dtype), Some(shape)) = (dtype, shape.as_deref()) else {
+                            return Err(Unsure);
+                        };
+                        bytes = Some(if key == "data" {
+                            self.data(dtype, element_count(shape).map_err(|_| Unsure)?)?
+                        } else {
+                            self.data_b64()?
+                        });
+                    }
+                    _ => return Err(Unsure),
+                }
+                if self.comma_or(b'}')? {
+                    break;
+                }
+            }
+        }
+        let (Some(dtype), Some(shape), Some(bytes)) = (dtype, shape, bytes) else {
+            return Err(Unsure);
+        };
+        Tensor::from_raw(dtype, shape, bytes).map_err(|_| Unsure)
+    }
+
+    /// The dimensions, each a non-negative integer.
+    fn shape(&mut self) -> Read<Vec<u64>> {
+        self.expect(b'[')?;
+        let mut shape = Vec::new();
+        if self.empty(b']') {
+            return Ok(shape);
+        }
+        loop {
+            // i64 first: serde reads the shape as `Vec<i64>`, and a negative one is refused.
+            let d: i64 = self.integer()?;
+            shape.push(u64::try_from(d).map_err(|_| Unsure)?);
+            if self.comma_or(b']')? {
+                return Ok(shape);
+            }
+        }
+    }
+
+    fn data_b64(&mut self) -> Read<Vec<u8>> {
+        use base64::Engine as _;
+        let text = self.string()?;
+        base64::engine::general_purpose::STANDARD
+            .decode(text.as_bytes())
+            .map_err(|_| Unsure)
+    }
+
+    /// `count` values of `dtype`: a number, or arrays (nested to any shape, as the serde path
+    /// reads them) of numbers and booleans.
+    fn data(&mut self, dtype: DType, count: u64) -> Read<Vec<u8>> {
+        // The rest of the body bounds what the array can hold, as the serde path's text does.
+        let mut encoder = Encoder::new(dtype, count, self.body.len() - self.at);
+        self.skip_whitespace();
+        if self.peek() == Some(b'[') {
+            self.array(&mut encoder)?;
+        } else {
+            self.scalar(&mut encoder)?;
+        }
+        if encoder.count != count {
+            return Err(Unsure);
+        }
+        Ok(encoder.out)
+    }
+
+    /// A (possibly nested) array of scalars, pushed to `encoder` in order.
+    fn array(&mut self, encoder: &mut Encoder) -> Read<()> {
+        let mut depth = 0usize;
+        loop {
+            // At the start of a value.
+            self.skip_whitespace();
+            if self.peek() == Some(b'[') {
+                self.at += 1;
+                depth += 1;
+                if depth > MAX_DATA_NESTING {
+                    return Err(Unsure);
+                }
+                if !self.empty(b']') {
+                    continue;
+                }
+                depth -= 1;
+            } else {
+                self.scalar(encoder)?;
+            }
+            // After a value: a comma leads to the next, closing brackets end arrays.
+            loop {
+                if depth == 0 {
+                    return Ok(());
+                }
+                if !self.comma_or(b']')? {
+                    break;
+                }
+                depth -= 1;
+            }
+        }
+    }
+
+    /// One number or boolean, pushed to `encoder`.
+    fn scalar(&mut self, encoder: &mut Encoder) -> Read<()> {
+        self.skip_whitespace();
+        let scalar = match self.peek() {
+            Some(b't') => self.word(b"true", Scalar::Bool(true))?,
+            Some(b'f') => self.word(b"false", Scalar::Bool(false))?,
+            _ => {
+                let (text, decimal) = self.number()?;
+                if encoder.dtype == DType::Float32 {
+                    // The value is already taken apart: no second walk over its digits.
+                    let value = decimal.to_f32().or_else(|| text.parse().ok());
+                    return encoder.push_float32(value.ok_or(Unsure)?).ok_or(Unsure);
+                }
+                Scalar::Number(text)
+            }
+        };
+        encoder.push(scalar).map_err(|_| Unsure)
+    }
+
+    fn word(&mut self, word: &[u8], scalar: Scalar<'b>) -> Read<Scalar<'b>> {
+        if self.body[self.at..].starts_with(word) {
+            self.at += word.len();
+            Ok(scalar)
+        } else {
+            Err(Unsure)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The serde path's answer, for comparison.
+    fn through_serde(body: &str) -> Option<CallRequest> {
+        super::super::decode_with_serde(body.as_bytes()).ok()
+    }
+
+    /// One pass must answer exactly as serde does, or be unsure.
+    fn same_or_unsure(body: &str) -> bool {
+        match decode(body.as_bytes()) {
+            Ok(fast) => {
+                let slow = through_serde(body)
+                    .unwrap_or_else(|| panic!("one pass accepted what serde refuses: {body}"));
+                assert_eq!(fast.timeout_ms, slow.timeout_ms, "{body}");
+                assert_eq!(fast.args, slow.args, "{body}");
+                true
+            }
+            Err(Unsure) => false,
+        }
+    }
+
+    #[test]
+    fn reads_the_requests_clients_send() {
+        for body in [
+            r#"{"args":[{"dtype":"int32","shape":[2],"data":[1,2]}],"timeout_ms":5}"#,
+            r#" { "timeout_ms" : 0 , "args" : [ { "name" : "x" , "dtype" : "float32" , "shape" : [ 2 , 2 ] , "data" : [ [ 1.5 , -2e3 ] , [ 0 , -0.0 ] ] } ] } "#,
+            r#"{"args":[{"dtype":"float32","shape":[],"data":3.25}]}"#,
+            r#"{"args":[{"dtype":"bool","shape":[3],"data":[true,false,true]}]}"#,
+            r#"{"args":[{"dtype":"uint8","shape":[2],"data_b64":"AQI="}]}"#,
+            r#"{"args":[{"dtype":"float64","shape":[3],"data":[[1],[],[2,[3]]]}]}"#,
+            r#"{"args":[{"dtype":"int64","shape":[0],"data":[]},{"dtype":"float16","shape":[1],"data":[1.5]}]}"#,
+            r#"{"args":[]}"#,
+            "{\"args\":[{\"dtype\":\"float32\",\"shape\":[1],\"data\":[1e-3]}]}\n",
+        ] {
+            assert!(same_or_unsure(body), "one pass should read {body}");
+        }
+    }
+
+    #[test]
+    fn leaves_everything_else_to_serde() {
+        for body in [
+            // Not JSON, or not quite.
+            "",
+            "{",
+            r#"{"args":[{"dtype":"int32","shape":[2],"data":[1,2]}]} x"#,
+            r#"{"args":[{"dtype":"int32","shape":[2],"data":[1,,2]}]}"#,
+            r#"{"args":[{"dtype":"int32","shape":[2],"data":[1,2,]}]}"#,
+            r#"{"args":[{"dtype":"int32","shape":[2],"data":[01,2]}]}"#,
+            r#"{"args":[{"dtype":"float32","shape":[1],"data":[1.]}]}"#,
+            r#"{"args":[{"dtype":"float32","shape":[1],"data":[.5]}]}"#,
+            r#"{"args":[{"dtype":"float32","shape":[1],"data":[1e]}]}"#,
+            r#"{"args":[{"dtype":"int32","shape":[2],"data":[1 2]}]}"#,
+            r#"{"args":[{"dtype":"int32","shape":[2],"data":[[1,2]}]}"#,
+            r#"{"args":[{"dtype":"bool","shape":[1],"data":[tru]}]}"#,
+            // JSON, but wrong.
+            r#"{"args":[{"dtype":"int8","shape":[1],"data":[300]}]}"#,
+            r#"{"args":[{"dtype":"int32","shape":[3],"data":[1,2]}]}"#,
+            r#"{"args":[{"dtype":"int32","shape":[-1],"data":[]}]}"#,
+            r#"{"args":[{"dtype":"int32","shape":[2],"data":[1,2]}],"extra":1}"#,
+            r#"{"args":[],"args":[]}"#,
+            r#"{"timeout_ms":1}"#,
+            r#"{"args":[],"timeout_ms":-1}"#,
+            r#"{"args":[],"timeout_ms":1.0}"#,
+            r#"{"args":[{"dtype":"float32","shape":[1],"data":[1e39]}]}"#,
+            // Valid, but for serde to read.
+            r#"{"args":[{"dtype":"float32","shape":[1],"data":["NaN"]}]}"#,
+            r#"{"args":[{"data":[1],"dtype":"int32","shape":[1]}]}"#,
+            r#"{"\u0061rgs":[]}"#,
+            r#"{"args":[{"name":{"a":1},"dtype":"int32","shape":[1],"data":[1]}]}"#,
+            r#"{"args":[{"dtype":"string","shape":[1],"data":["a"]}]}"#,
+        ] {
+            assert!(
+                !same_or_unsure(body),
+                "one pass should leave {body} to serde"
+            );
+        }
+    }
+
+    #[test]
+    fn nesting_past_the_limit_is_left_to_serde() {
+        let deep = format!(
+            r#"{{"args":[{{"dtype":"int8","shape":[1],"data":{}1{}}}]}}"#,
+            "[".repeat(MAX_DATA_NESTING + 1),
+            "]".repeat(MAX_DATA_NESTING + 1)
+        );
+        assert_eq!(decode(deep.as_bytes()).err(), Some(Unsure));
+        let at_limit = format!(
+            r#"{{"args":[{{"dtype":"int8","shape":[1],"data":{}1{}}}]}}"#,
+            "[".repeat(MAX_DATA_NESTING),
+            "]".repeat(MAX_DATA_NESTING)
+        );
+        assert!(same_or_unsure(&at_limit));
+    }
+
+    #[test]
+    fn floats_come_out_as_the_serde_path_reads_them() {
+        let values: Vec<f32> = (0..20_000)
+            .map(|i| (i as f32 * 0.37).sin() * 10f32.powi(i % 60 - 30))
+            .collect();
+        let data = serde_json::to_string(&values).unwrap();
+        let body = format!(
+            r#"{{"args":[{{"dtype":"float32","shape":[{}],"data":{data}}}]}}"#,
+            values.len()
+        );
+        assert!(same_or_unsure(&body));
+        let request = decode(body.as_bytes()).unwrap();
+        assert_eq!(request.args[0].to_vec::<f32>().unwrap(), values);
+    }
+}
