@@ -152,6 +152,35 @@ async fn p4(server: &Server, baseline: &str) {
     let values: Vec<f32> = (0..n).map(|i| i as f32 * 0.37).collect();
     let x = Tensor::vector(values.clone());
     let raw = Bytes::copy_from_slice(x.raw_bytes());
+    if std::env::args().any(|a| a == "inproc") {
+        // The same call in process, no HTTP: what the sandbox alone costs; times on stderr.
+        let runtime = Runtime::new(RuntimeConfig::default()).expect("engine");
+        let linalg = guests::guest("example-linalg");
+        let compiled = runtime
+            .compile(Arc::new(linalg.to_vec()))
+            .await
+            .expect("compiles");
+        let module = runtime.describe(compiled).await.expect("loads");
+        for _ in 0..20 {
+            let started = Instant::now();
+            let out = runtime
+                .call(
+                    &module,
+                    "identity",
+                    vec![x.clone()],
+                    Duration::from_secs(10),
+                    Instant::now(),
+                    usize::MAX,
+                )
+                .await
+                .expect("call");
+            let call = started.elapsed().as_secs_f64() * 1e3;
+            drop(out);
+            eprint!("{call:.1} ");
+        }
+        eprintln!("ms in process");
+        return;
+    }
     if std::env::args().any(|a| a == "profile") {
         // Only the binary side, for a profiler; each call's time on stderr.
         for _ in 0..40 {
