@@ -175,77 +175,81 @@ impl<'b> Reader<'b> {
 
     /// `{"args": [...], "timeout_ms": N}`, in either order, each at most once.
     fn call_request(&mut self) -> Read<CallRequest> {
-        self.expect(b'{')?;
         let (mut args, mut timeout_ms) = (None, None);
-        if !self.empty(b'}') {
-            loop {
-                let key = self.string()?;
-                self.expect(b':')?;
-                match key {
-                    "args" if args.is_none() => args = Some(self.args()?),
-                    "timeout_ms" if timeout_ms.is_none() => timeout_ms = Some(self.integer()?),
-                    _ => return Err(Unsure),
-                }
-                if self.comma_or(b'}')? {
-                    break;
-                }
+        self.object(|r, key| {
+            match key {
+                "args" if args.is_none() => args = Some(r.array_of(Self::tensor)?),
+                "timeout_ms" if timeout_ms.is_none() => timeout_ms = Some(r.integer()?),
+                _ => return Err(Unsure),
             }
-        }
+            Ok(())
+        })?;
         Ok(CallRequest {
             args: args.ok_or(Unsure)?,
             timeout_ms: timeout_ms.unwrap_or(0),
         })
     }
 
-    fn args(&mut self) -> Read<Vec<Tensor>> {
+    /// A JSON array, each element read by `element`.
+    fn array_of<T>(&mut self, mut element: impl FnMut(&mut Self) -> Read<T>) -> Read<Vec<T>> {
         self.expect(b'[')?;
-        let mut args = Vec::new();
+        let mut elements = Vec::new();
         if self.empty(b']') {
-            return Ok(args);
+            return Ok(elements);
         }
         loop {
-            args.push(self.tensor()?);
+            elements.push(element(self)?);
             if self.comma_or(b']')? {
-                return Ok(args);
+                return Ok(elements);
+            }
+        }
+    }
+
+    /// A JSON object, each field's value read by `field` (given the key), which refuses keys
+    /// it does not take.
+    fn object(&mut self, mut field: impl FnMut(&mut Self, &'b str) -> Read<()>) -> Read<()> {
+        self.expect(b'{')?;
+        if self.empty(b'}') {
+            return Ok(());
+        }
+        loop {
+            let key = self.string()?;
+            self.expect(b':')?;
+            field(self, key)?;
+            if self.comma_or(b'}')? {
+                return Ok(());
             }
         }
     }
 
     /// One tensor object; `dtype` and `shape` must come before `data`.
     fn tensor(&mut self) -> Read<Tensor> {
-        self.expect(b'{')?;
         let (mut dtype, mut shape, mut bytes) = (None, None, None);
         let mut seen_name = false;
-        if !self.empty(b'}') {
-            loop {
-                let key = self.string()?;
-                self.expect(b':')?;
-                match key {
-                    "name" if !seen_name => {
-                        seen_name = true;
-                        self.string()?;
-                    }
-                    "dtype" if dtype.is_none() => {
-                        dtype = Some(self.string()?.parse::<DType>().map_err(|_| Unsure)?);
-                    }
-                    "shape" if shape.is_none() => shape = Some(self.shape()?),
-                    "data" | "data_b64" if bytes.is_none() => {
-                        let (Some(dtype), Some(shape)) = (dtype, shape.as_deref()) else {
-                            return Err(Unsure);
-                        };
-                        bytes = Some(if key == "data" {
-                            self.data(dtype, element_count(shape).map_err(|_| Unsure)?)?
-                        } else {
-                            self.data_b64()?
-                        });
-                    }
-                    _ => return Err(Unsure),
+        self.object(|r, key| {
+            match key {
+                "name" if !seen_name => {
+                    seen_name = true;
+                    r.string()?;
                 }
-                if self.comma_or(b'}')? {
-                    break;
+                "dtype" if dtype.is_none() => {
+                    dtype = Some(r.string()?.parse::<DType>().map_err(|_| Unsure)?);
                 }
+                "shape" if shape.is_none() => shape = Some(r.shape()?),
+                "data" | "data_b64" if bytes.is_none() => {
+                    let (Some(dtype), Some(shape)) = (dtype, shape.as_deref()) else {
+                        return Err(Unsure);
+                    };
+                    bytes = Some(if key == "data" {
+                        r.data(dtype, element_count(shape).map_err(|_| Unsure)?)?
+                    } else {
+                        r.data_b64()?
+                    });
+                }
+                _ => return Err(Unsure),
             }
-        }
+            Ok(())
+        })?;
         let (Some(dtype), Some(shape), Some(bytes)) = (dtype, shape, bytes) else {
             return Err(Unsure);
         };
@@ -254,19 +258,11 @@ impl<'b> Reader<'b> {
 
     /// The dimensions, each a non-negative integer.
     fn shape(&mut self) -> Read<Vec<u64>> {
-        self.expect(b'[')?;
-        let mut shape = Vec::new();
-        if self.empty(b']') {
-            return Ok(shape);
-        }
-        loop {
+        self.array_of(|r| {
             // i64 first: serde reads the shape as `Vec<i64>`, and a negative one is refused.
-            let d: i64 = self.integer()?;
-            shape.push(u64::try_from(d).map_err(|_| Unsure)?);
-            if self.comma_or(b']')? {
-                return Ok(shape);
-            }
-        }
+            let d: i64 = r.integer()?;
+            u64::try_from(d).map_err(|_| Unsure)
+        })
     }
 
     fn data_b64(&mut self) -> Read<Vec<u8>> {
