@@ -23,9 +23,34 @@
 //! wholly inside the accessible memory, and a guest's first megabyte or so (its stack and data)
 //! never forms one.
 
+use super::config::RuntimeConfig;
+use super::epoch::memory_pool_bytes;
+
 /// `WASMRPC_HUGE_PAGES=1` asks for huge pages, `0` does not, whatever
 /// [`crate::runtime::RuntimeConfig::pool_huge_pages`] says.
 pub const SWITCH_VAR: &str = "WASMRPC_HUGE_PAGES";
+
+/// Whether to ask for huge pages in the pool: only where there is a pool to ask for, as
+/// `WASMRPC_HUGE_PAGES` (`1` or `0`) says, else as the configuration does.
+pub fn wanted(config: &RuntimeConfig) -> bool {
+    let wanted = match std::env::var(SWITCH_VAR).as_deref() {
+        Ok("1") => true,
+        Ok("0") => false,
+        _ => config.pool_huge_pages,
+    };
+    wanted && config.pooling && cfg!(target_os = "linux")
+}
+
+/// Marks the memory pool an engine just reserved (the new mappings since `before`) for huge
+/// pages. Finding none is not an error: calls work the same, large ones slower.
+pub fn advise_new_pool(before: &[Mapping], config: &RuntimeConfig) {
+    let after = mappings();
+    let pools = new_reservations(before, &after, memory_pool_bytes(config));
+    // Every one is advised (`any` would stop at the first).
+    if pools.into_iter().filter(|m| advise(*m)).count() == 0 {
+        tracing::debug!("no memory pool found to advise for huge pages");
+    }
+}
 
 /// A mapping of this process's address space: `[start, end)`, and whether it has no access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,22 +150,21 @@ mod tests {
 
     #[test]
     fn the_pool_of_a_real_engine_is_found_and_advised() {
-        let config = crate::runtime::RuntimeConfig::default();
+        let config = RuntimeConfig::default();
         let before = mappings();
         let engine =
             wasmtime::Engine::new(&crate::runtime::epoch::engine_config(&config)).expect("engine");
         let after = mappings();
-        let found = new_reservations(
-            &before,
-            &after,
-            crate::runtime::epoch::memory_pool_bytes(&config),
-        );
+        let found = new_reservations(&before, &after, memory_pool_bytes(&config));
         assert!(
             !found.is_empty(),
             "the engine's memory pool among {after:?}"
         );
-        for m in found {
-            assert!(advise(m), "madvise(MADV_HUGEPAGE) of {m:?}");
+        // A kernel built without transparent huge pages refuses the advice (EINVAL).
+        if std::path::Path::new("/sys/kernel/mm/transparent_hugepage").exists() {
+            for m in found {
+                assert!(advise(m), "madvise(MADV_HUGEPAGE) of {m:?}");
+            }
         }
         drop(engine);
     }

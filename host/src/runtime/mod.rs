@@ -40,28 +40,6 @@ use epoch::EpochTicker;
 use limits::CallLimiter;
 use sandbox::CallState;
 
-/// Whether to ask for huge pages in the pool: only where there is a pool to ask for, as
-/// `WASMRPC_HUGE_PAGES` (`1` or `0`) says, else as the configuration does.
-fn huge_pages_wanted(config: &RuntimeConfig) -> bool {
-    let wanted = match std::env::var(huge_pages::SWITCH_VAR).as_deref() {
-        Ok("1") => true,
-        Ok("0") => false,
-        _ => config.pool_huge_pages,
-    };
-    wanted && config.pooling && cfg!(target_os = "linux")
-}
-
-/// Marks the memory pool the engine just reserved (the new mappings since `before`) for huge
-/// pages. Finding none is not an error: calls work the same, large ones slower.
-fn advise_huge_pages(before: &[huge_pages::Mapping], config: &RuntimeConfig) {
-    let after = huge_pages::mappings();
-    let pools = huge_pages::new_reservations(before, &after, epoch::memory_pool_bytes(config));
-    let advised = pools.iter().filter(|m| huge_pages::advise(**m)).count();
-    if advised == 0 {
-        tracing::debug!("no memory pool found to advise for huge pages");
-    }
-}
-
 /// A compiled component whose signatures have not been asked for yet ([`Runtime::describe`]).
 pub struct Compiled {
     pre: TensorFunctionPre<CallState>,
@@ -146,11 +124,11 @@ impl Runtime {
     /// The engine could not be created (for example, the pooling allocator could not reserve its
     /// address space: set `pooling: false`).
     pub fn new(config: RuntimeConfig) -> anyhow::Result<Self> {
-        let before = huge_pages_wanted(&config).then(huge_pages::mappings);
+        let before = huge_pages::wanted(&config).then(huge_pages::mappings);
         let engine = Engine::new(&epoch::engine_config(&config))
             .map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:?}"))?;
         if let Some(before) = before {
-            advise_huge_pages(&before, &config);
+            huge_pages::advise_new_pool(&before, &config);
         }
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
