@@ -461,9 +461,9 @@ impl Encoder {
                 push_string(&mut self.out, s.as_bytes());
             }
             (DType::Float32, Scalar::Number(n)) => {
-                // Straight to f32: one rounding (through f64 would round twice, and be slower).
-                let v: f32 =
-                    float32::parse(n).ok_or_else(|| bad(&format!("`{n}` is not a number")))?;
+                // The nearest f32 to the text (`float32.rs`): never through a rounded f64.
+                let v: f32 = one_pass::nearest_f32(n)
+                    .ok_or_else(|| bad(&format!("`{n}` is not a number")))?;
                 if !v.is_finite() {
                     return Err(bad(&format!("{n} is out of range for {dtype}")));
                 }

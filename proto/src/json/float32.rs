@@ -1,4 +1,5 @@
-//! A JSON number's text to the nearest `f32`, quickly for the numbers clients write.
+//! A JSON number, taken apart by the reader (`one_pass.rs`), to the nearest `f32`, quickly for
+//! the numbers clients write.
 //!
 //! The standard library's parse is correct for every input, but general. Most numbers in a
 //! tensor have at most 15 or so significant digits and a small exponent; for those, the value
@@ -19,12 +20,6 @@ const EXACT_IN_F64: u64 = 1 << 53;
 
 /// Bits of an `f64`'s mantissa below an `f32`'s precision (52 − 23).
 const BELOW_F32: u32 = 29;
-
-/// The nearest `f32` to `text`, a number in JSON's grammar (checked by the caller); `None` when
-/// it is not a number at all. Infinite when it is past `f32`'s range, as the standard parse is.
-pub(crate) fn parse(text: &str) -> Option<f32> {
-    fast(text.as_bytes()).or_else(|| text.parse().ok())
-}
 
 /// A decimal number taken apart: `digits × 10^exponent`, negated when `negative`. `digits` holds
 /// at most 19 significant digits; `exact` is false when more were dropped.
@@ -73,41 +68,6 @@ impl Decimal {
     }
 }
 
-/// The fast path, or `None` where it cannot be sure of the nearest `f32`.
-fn fast(text: &[u8]) -> Option<f32> {
-    let (negative, mut rest) = match text.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, text),
-    };
-    let mut decimal = Decimal {
-        negative,
-        exact: true,
-        ..Decimal::default()
-    };
-    let mut seen_digit = false;
-    let mut in_fraction = false;
-    while let Some((&b, tail)) = rest.split_first() {
-        match b {
-            b'0'..=b'9' => {
-                decimal.push_digit(b - b'0', in_fraction);
-                seen_digit = true;
-            }
-            b'.' if !in_fraction => in_fraction = true,
-            b'e' | b'E' => {
-                decimal.exponent += small_exponent(tail)?;
-                rest = &[];
-                break;
-            }
-            _ => return None,
-        }
-        rest = tail;
-    }
-    if !seen_digit || !rest.is_empty() {
-        return None;
-    }
-    decimal.to_f32()
-}
-
 /// A short exponent (`+5`, `-12`, `7`); `None` for anything longer than three digits, which the
 /// fast path could not use anyway.
 pub(crate) fn small_exponent(text: &[u8]) -> Option<i64> {
@@ -128,6 +88,7 @@ pub(crate) fn small_exponent(text: &[u8]) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json::one_pass::nearest_f32 as parse;
 
     fn same_as_std(text: &str) {
         let want: f32 = text.parse().unwrap();
@@ -181,7 +142,13 @@ mod tests {
     fn halfway_points_are_rounded_once() {
         // 2^24 + 1 is halfway between two f32s: exact in f64, so the fast path must step aside
         // (the nearest even is 2^24).
-        assert_eq!(fast(b"16777217"), None);
+        let halfway = Decimal {
+            negative: false,
+            digits: 16_777_217,
+            exponent: 0,
+            exact: true,
+        };
+        assert_eq!(halfway.to_f32(), None);
         same_as_std("16777217");
         // 1 + 2^-24, written out: halfway again.
         same_as_std("1.000000059604644775390625");

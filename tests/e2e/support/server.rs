@@ -20,11 +20,7 @@ pub struct TestServer {
 impl TestServer {
     /// A server on a fresh data directory, with extra `serve` flags.
     pub fn start(extra: &[&str]) -> TestServer {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let data_dir = dir.path().to_path_buf();
-        let mut server = TestServer::start_in(&data_dir, extra);
-        server._owned_dir = Some(dir);
-        server
+        TestServer::start_with_env(extra, &[])
     }
 
     /// A server on a fresh data directory, with extra `serve` flags and environment variables.
