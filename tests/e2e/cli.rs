@@ -52,6 +52,39 @@ fn deploy_list_call_and_delete_from_the_command_line() {
     assert!(err.contains("NOT_FOUND"), "{err}");
 }
 
+/// A log written to a file (as under systemd or `> server.log`) is plain text: no colour codes.
+#[test]
+fn serve_logs_plain_text_when_stderr_is_not_a_terminal() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("server.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wasmrpc"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .env("WASMRPC_LOG", "info")
+        .env_remove("NO_COLOR")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    // `serving` is logged right after the listen line is printed.
+    let started = std::time::Instant::now();
+    let mut log = String::new();
+    while !log.contains("serving") && started.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        log = std::fs::read_to_string(&log_path).unwrap();
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(line.starts_with("wasmrpc listening on "), "{line:?}");
+    assert!(log.contains("INFO") && log.contains("serving"), "{log}");
+    assert!(!log.contains('\x1b'), "colour codes in a log file: {log:?}");
+}
+
 #[test]
 fn serve_refuses_a_non_loopback_address_without_auth() {
     let out = Command::new(env!("CARGO_BIN_EXE_wasmrpc"))

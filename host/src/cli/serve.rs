@@ -1,6 +1,6 @@
 //! `wasmrpc serve`: set up tracing, resolve settings, bind, print the address, run until a signal.
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 
 use anyhow::Context as _;
@@ -16,6 +16,9 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
             EnvFilter::try_from_env("WASMRPC_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // Colours only for a person at a terminal: a log file or journal gets plain text, and
+        // each request's span is formatted without escape codes.
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .init();
     let settings = match &config_file {
         Some(path) => flags.or(&ServeSettings::from_file(path)?),
