@@ -98,7 +98,7 @@ for round in $(seq 1 "$rounds"); do
             "http://$addr/v1/methods/spin/call" > "$work/flood.out" 2>&1 &
     else
         # No flood: the same measurement twice, to see how far the ratio moves by noise alone.
-        echo "Requests/sec: 0" > "$work/flood.out"
+        : > "$work/flood.out"
         sleep "$((seconds + 3))" &
     fi
     flood=$!
@@ -107,10 +107,10 @@ for round in $(seq 1 "$rounds"); do
     wait "$flood"
     ratio=$(awk -v a="$alone99" -v b="$flood99" 'BEGIN { printf "%.2f", b / a }')
     ratios+=("$ratio")
-    # The flood's answers a second (every one a DEADLINE_EXCEEDED or a quota refusal).
+    # The flood's answers a second (every one a DEADLINE_EXCEEDED or a quota refusal); - without.
     flood_rate=$(awk '/Requests\/sec/ { printf "%.0f", $2 }' "$work/flood.out")
     printf '%-6s %-22s %-22s %-10s %s\n' "$round" "$alone50 / $alone99" "$flood50 / $flood99" \
-        "${ratio}x" "$flood_rate"
+        "${ratio}x" "${flood_rate:--}"
 done
 median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
 echo "fairness: the quiet tenant's p99 during the flood / alone, median of $rounds: ${median}x (target <= 1.5x)"
