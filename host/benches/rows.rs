@@ -588,7 +588,10 @@ fn main() {
     );
     rt.block_on(async {
         if wanted("P3") {
-            p3(&add).await;
+            let alt = std::env::var("P3_GUEST")
+                .ok()
+                .map(|p| std::fs::read(p).unwrap());
+            p3(alt.as_deref().unwrap_or(&add)).await;
         }
         let server = Server::create_local_server().await.expect("server");
         server

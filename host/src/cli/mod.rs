@@ -1,7 +1,8 @@
 //! The `wasmrpc` command line: `serve`, the client commands `deploy`, `list`, `call`, `delete`,
-//! which use the client SDK, and the admin's `tenant` commands.
+//! which use the client SDK, the admin's `tenant` commands, and `build` for guest crates.
 
 mod args;
+pub mod build;
 mod client_cmds;
 pub mod output;
 mod serve;
@@ -105,6 +106,20 @@ enum Command {
         #[command(subcommand)]
         command: tenant_cmds::TenantCommand,
     },
+    /// Build a guest crate as a component with no WASI imports (cheaper to call than a
+    /// wasm32-wasip2 build): `cargo build --target wasm32-unknown-unknown`, release unless a
+    /// profile is given, then each cdylib wrapped into `<crate>.component.wasm` beside cargo's
+    /// output. Prints each component's path.
+    #[command(
+        after_help = "Example:\n  wasmrpc build -p my-guest\n  wasmrpc deploy f \
+                      target/wasm32-unknown-unknown/release/my_guest.component.wasm"
+    )]
+    Build {
+        /// Arguments for `cargo build`: `-p NAME`, `--manifest-path PATH`, `--profile P`,
+        /// `--target-dir DIR`, `--locked`, …
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        cargo_args: Vec<std::ffi::OsString>,
+    },
 }
 
 /// Run the command line; the binary's `main` is only this.
@@ -136,6 +151,7 @@ pub fn main() -> ExitCode {
         } => client_cmds::call(&server, &name, &args, timeout_ms, version, json),
         Command::Delete { name, server } => client_cmds::delete(&server, &name),
         Command::Tenant { command } => tenant_cmds::run(&command),
+        Command::Build { cargo_args } => build::run(&cargo_args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

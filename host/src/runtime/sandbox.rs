@@ -1,6 +1,9 @@
 //! The data one call's `Store` owns: its WASI context (empty), resource table, limiter and log.
 //!
-//! Everything a call can touch lives here, so dropping the store releases all of it.
+//! Everything a call can touch lives here, so dropping the store releases all of it. The WASI
+//! context is made the first time the guest calls a WASI function: most calls never do (a
+//! `wasm32-wasip2` guest only writes to stderr when it panics, and a guest built with
+//! `wasmrpc build` imports no WASI at all), and making one costs about half a microsecond.
 
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -11,7 +14,8 @@ use super::limits::CallLimiter;
 
 /// Per-call store data.
 pub struct CallState {
-    wasi: WasiCtx,
+    /// Made on first use ([`empty_wasi`]).
+    wasi: Option<WasiCtx>,
     table: ResourceTable,
     /// Memory, table and instance limits of this call.
     pub limiter: CallLimiter,
@@ -20,31 +24,35 @@ pub struct CallState {
 }
 
 impl CallState {
-    /// Fresh state: no environment, arguments, files, network or inherited stdio; stdout and
-    /// stderr go to the capped guest log.
+    /// Fresh state, with a log of at most `log_cap` bytes.
     pub fn new(limiter: CallLimiter, log_cap: usize) -> Self {
-        let log = GuestLog::new(log_cap);
-        let wasi = WasiCtxBuilder::new()
-            .stdout(log.clone())
-            .stderr(log.clone())
-            .allow_blocking_current_thread(false)
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .build();
         CallState {
-            wasi,
+            wasi: None,
             table: ResourceTable::new(),
             limiter,
-            log,
+            log: GuestLog::new(log_cap),
         }
     }
 }
 
+/// The WASI a guest gets: no environment, arguments, files, network or inherited stdio; stdout
+/// and stderr go to the call's capped log.
+fn empty_wasi(log: &GuestLog) -> WasiCtx {
+    WasiCtxBuilder::new()
+        .stdout(log.clone())
+        .stderr(log.clone())
+        .allow_blocking_current_thread(false)
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .build()
+}
+
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
+        let log = &self.log;
         WasiCtxView {
-            ctx: &mut self.wasi,
+            ctx: self.wasi.get_or_insert_with(|| empty_wasi(log)),
             table: &mut self.table,
         }
     }

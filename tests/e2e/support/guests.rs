@@ -1,8 +1,9 @@
 //! Building the guest components from source, once per test process.
 //!
 //! Runs `cargo build --profile guest --target wasm32-wasip2` for every example and hostile guest
-//! into `target/guests`; cargo's own lock serialises concurrent test processes, and a no-op
-//! rebuild takes well under a second.
+//! into `target/guests`, and `wasmrpc build` (wasm32-unknown-unknown, no WASI imports) for a few;
+//! cargo's own lock serialises concurrent test processes, and a no-op rebuild takes well under a
+//! second.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -29,6 +30,24 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The packages also built with `wasmrpc build`, as components with no WASI imports.
+pub const NO_WASI_PACKAGES: &[&str] = &["example-add", "guest-hostile"];
+
+/// The outer build's flags are for the host; the guests get none of them.
+fn without_host_flags(cmd: &mut Command) -> &mut Command {
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTC_WRAPPER",
+        "CARGO_TARGET_DIR",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
 fn build_all() -> PathBuf {
     let root = workspace_root();
     let target_dir = root.join("target/guests");
@@ -48,18 +67,9 @@ fn build_all() -> PathBuf {
     for p in PACKAGES {
         cmd.args(["-p", p]);
     }
-    // The outer build's flags are for the host; the guests get none of them.
-    for var in [
-        "RUSTFLAGS",
-        "CARGO_ENCODED_RUSTFLAGS",
-        "CARGO_BUILD_TARGET",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "RUSTC_WRAPPER",
-        "CARGO_TARGET_DIR",
-    ] {
-        cmd.env_remove(var);
-    }
-    let status = cmd.status().expect("running cargo to build the guests");
+    let status = without_host_flags(&mut cmd)
+        .status()
+        .expect("running cargo to build the guests");
     assert!(
         status.success(),
         "building the guest components failed; is the target installed? \
@@ -78,5 +88,45 @@ pub fn guest_path(package: &str) -> PathBuf {
 /// The bytes of a guest component, e.g. `guest("example-add")`.
 pub fn guest(package: &str) -> Vec<u8> {
     let file = guest_path(package);
+    std::fs::read(&file).unwrap_or_else(|e| panic!("reading {}: {e}", file.display()))
+}
+
+/// `wasmrpc build` of [`NO_WASI_PACKAGES`] into `target/guests`; the directory of the components.
+fn build_all_without_wasi() -> PathBuf {
+    let root = workspace_root();
+    let target_dir = root.join("target/guests");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wasmrpc"));
+    cmd.current_dir(&root)
+        .args(["build", "--quiet", "--profile", "guest", "--target-dir"])
+        .arg(&target_dir)
+        .stdout(std::process::Stdio::null());
+    for p in NO_WASI_PACKAGES {
+        cmd.args(["-p", p]);
+    }
+    let status = without_host_flags(&mut cmd)
+        .status()
+        .expect("running `wasmrpc build`");
+    assert!(
+        status.success(),
+        "`wasmrpc build` of the guests failed; is the target installed? \
+         run `rustup target add wasm32-unknown-unknown`"
+    );
+    target_dir.join("wasm32-unknown-unknown/guest")
+}
+
+/// The path of a guest built with `wasmrpc build` (one of [`NO_WASI_PACKAGES`]).
+pub fn guest_without_wasi_path(package: &str) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    assert!(
+        NO_WASI_PACKAGES.contains(&package),
+        "{package} is not built without WASI"
+    );
+    let dir = DIR.get_or_init(build_all_without_wasi);
+    dir.join(format!("{}.component.wasm", package.replace('-', "_")))
+}
+
+/// The bytes of a guest built with `wasmrpc build`, e.g. `guest_without_wasi("example-add")`.
+pub fn guest_without_wasi(package: &str) -> Vec<u8> {
+    let file = guest_without_wasi_path(package);
     std::fs::read(&file).unwrap_or_else(|e| panic!("reading {}: {e}", file.display()))
 }
