@@ -48,6 +48,12 @@
 //! `wasi:cli/{environment,exit,stdin,stdout,stderr,terminal-*}`. Using `std::fs` or `std::net`
 //! adds `wasi:filesystem` or `wasi:sockets` imports, which a wasmrpc server refuses.
 //!
+//! `wasmrpc build -p <crate>` builds the same crate for `wasm32-unknown-unknown` and wraps it into
+//! a component that imports no WASI at all, cheaper to instantiate for every call. On that target
+//! this crate brings the global allocator (feature `heap`, on by default: a heap made for one call
+//! per instance) and sends panic messages to the host's log, since there is no stderr
+//! (docs/writing-functions.md, "Without WASI").
+//!
 //! On other targets [`export!`] defines no component exports, so the same crate builds natively
 //! for `cargo test`.
 //!

@@ -22,7 +22,7 @@ for tool in wrk:wrk h2load:nghttp2-client; do
         if [ "$(id -u)" = 0 ]; then apt-get install -y "${tool#*:}" >&2; else sudo apt-get install -y "${tool#*:}" >&2; fi
     fi
 done
-rustup target add wasm32-wasip2 >&2
+rustup target add wasm32-wasip2 wasm32-unknown-unknown >&2
 cargo bench -p wasmrpc-host --bench rows --no-run >&2
 
 echo "== P1, P2: HTTP/1.1 under wrk"

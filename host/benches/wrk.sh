@@ -6,19 +6,30 @@
 #
 #   bash host/benches/wrk.sh                 # 10 s a measurement, 3 rounds, alternating sides
 #   WRK_SECONDS=30 WRK_ROUNDS=5 bash host/benches/wrk.sh
+#   WRK_GUEST=wasip2 bash host/benches/wrk.sh   # `add` built for wasm32-wasip2, not with
+#                                               # `wasmrpc build` (no WASI imports, the default)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 seconds=${WRK_SECONDS:-10}
 rounds=${WRK_ROUNDS:-3}
+guest=${WRK_GUEST:-nowasi}
 
 if ! command -v wrk >/dev/null; then
     echo "installing wrk from Debian's packages" >&2
     if [ "$(id -u)" = 0 ]; then apt-get install -y wrk >&2; else sudo apt-get install -y wrk >&2; fi
 fi
-rustup target add wasm32-wasip2 >&2
 cargo build --release -p wasmrpc-host --bin wasmrpc --example baseline_server >&2
-cargo build --profile guest --target wasm32-wasip2 --target-dir target/guests -p example-add >&2
+case $guest in
+    wasip2)
+        rustup target add wasm32-wasip2 >&2
+        cargo build --profile guest --target wasm32-wasip2 --target-dir target/guests -p example-add >&2
+        component=target/guests/wasm32-wasip2/guest/example_add.wasm ;;
+    nowasi)
+        rustup target add wasm32-unknown-unknown >&2
+        component=$(target/release/wasmrpc build --profile guest --target-dir target/guests -p example-add) ;;
+    *) echo "WRK_GUEST is wasip2 or nowasi, not $guest" >&2; exit 2 ;;
+esac
 
 work=$(mktemp -d)
 pids=()
@@ -50,8 +61,7 @@ start "$work/baseline.log" target/release/examples/baseline_server 127.0.0.1:0
 baseline_pid=${pids[-1]}
 wasmrpc_addr=$(address_in "$work/wasmrpc.log")
 baseline_addr=$(address_in "$work/baseline.log")
-WASMRPC_SERVER="http://$wasmrpc_addr" target/release/wasmrpc deploy add \
-    target/guests/wasm32-wasip2/guest/example_add.wasm --export add >&2
+WASMRPC_SERVER="http://$wasmrpc_addr" target/release/wasmrpc deploy add "$component" --export add >&2
 
 cat > "$work/add.lua" <<'LUA'
 wrk.method = "POST"
@@ -101,7 +111,7 @@ wc=$(printf '%s\n' "${w_cpu[@]}" | median); bc=$(printf '%s\n' "${b_cpu[@]}" | m
 
 echo
 echo "wasmrpc $wasmrpc_addr against the native baseline $baseline_addr; wrk, HTTP/1.1 keep-alive,"
-echo "scalar int32 add in JSON, ${seconds} s a measurement, median of $rounds alternating rounds"
+echo "scalar int32 add in JSON ($guest build), ${seconds} s a measurement, median of $rounds alternating rounds"
 echo "server CPU a request at 32 connections (context for P1): wasmrpc $wc us, baseline $bc us"
 awk -v wr="$wr" -v br="$br" -v w50="$w50" -v b50="$b50" -v w99="$w99" 'BEGIN {
     row("P1 throughput, 32 connections: wasmrpc / baseline",
