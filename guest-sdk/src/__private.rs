@@ -124,7 +124,6 @@ pub fn dispatch(
     args: Vec<WitTensor>,
     methods: &[(&str, CallFn)],
 ) -> Result<Vec<WitTensor>, WitError> {
-    #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
     report_panics_to_the_log();
     match methods.iter().find(|(n, _)| *n == name) {
         Some((_, call)) => call(args),
@@ -139,15 +138,18 @@ pub fn dispatch(
     }
 }
 
-/// On `wasm32-unknown-unknown` there is no stderr, so Rust's own panic hook prints nothing: send
-/// the panic's message and place to the host's log instead, where the host's error report for the
-/// failed call picks it up (as it does a `wasm32-wasip2` guest's stderr).
-#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
-fn report_panics_to_the_log() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    static SET: AtomicBool = AtomicBool::new(false);
-    if !SET.swap(true, Ordering::Relaxed) {
-        std::panic::set_hook(Box::new(|info| crate::log::error(info.to_string())));
+/// Called as each export is entered. On `wasm32-unknown-unknown` there is no stderr, so Rust's
+/// own panic hook prints nothing: send the panic's message and place to the host's log instead,
+/// where the host's error report for the failed call picks it up (as it does a `wasm32-wasip2`
+/// guest's stderr). Elsewhere it does nothing.
+pub fn report_panics_to_the_log() {
+    #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+    {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static SET: AtomicBool = AtomicBool::new(false);
+        if !SET.swap(true, Ordering::Relaxed) {
+            std::panic::set_hook(Box::new(|info| crate::log::error(info.to_string())));
+        }
     }
 }
 
