@@ -9,13 +9,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-rustup target add wasm32-wasip2
+rustup target add wasm32-unknown-unknown
 cargo build --release -p wasmrpc-host
-guests=(example-add example-matmul example-softmax example-strings example-linalg)
-cargo build --profile guest --target wasm32-wasip2 --target-dir target/guests \
-    $(printf -- '-p %s ' "${guests[@]}")
-wasm=target/guests/wasm32-wasip2/guest
 wasmrpc=target/release/wasmrpc
+# The examples as components with no WASI imports (`wasmrpc build`, docs/writing-functions.md):
+# the same code as their wasm32-wasip2 builds, cheaper to call.
+guests=(example-add example-matmul example-softmax example-strings example-linalg)
+"$wasmrpc" build --profile guest --target-dir target/guests \
+    $(printf -- '-p %s ' "${guests[@]}") >/dev/null
+wasm=target/guests/wasm32-unknown-unknown/guest
 listen=${WASMRPC_LISTEN:-127.0.0.1:8080}
 export WASMRPC_SERVER="http://$listen"
 
@@ -36,16 +38,16 @@ for _ in $(seq 1 300); do
 done
 
 deploy() { "$wasmrpc" deploy --if-changed "$@"; }
-deploy add "$wasm/example_add.wasm" --export add
+deploy add "$wasm/example_add.component.wasm" --export add
 for dtype in bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 bfloat16 float32 float64; do
-    deploy "add_$dtype" "$wasm/example_add.wasm" --export "add_$dtype"
+    deploy "add_$dtype" "$wasm/example_add.component.wasm" --export "add_$dtype"
 done
-deploy matmul "$wasm/example_matmul.wasm"
-deploy softmax "$wasm/example_softmax.wasm"
-deploy upper "$wasm/example_strings.wasm" --export upper
-deploy length "$wasm/example_strings.wasm" --export length
+deploy matmul "$wasm/example_matmul.component.wasm"
+deploy softmax "$wasm/example_softmax.component.wasm"
+deploy upper "$wasm/example_strings.component.wasm" --export upper
+deploy length "$wasm/example_strings.component.wasm" --export length
 for m in transpose sum scale max identity; do
-    deploy "$m" "$wasm/example_linalg.wasm" --export "$m"
+    deploy "$m" "$wasm/example_linalg.component.wasm" --export "$m"
 done
 
 echo

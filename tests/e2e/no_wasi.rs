@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::support::guests::{guest_without_wasi, guest_without_wasi_path};
+use crate::support::guests::{NO_WASI_PACKAGES, guest_without_wasi, guest_without_wasi_path};
 use crate::support::{Http, TestServer, guest, outputs, run_wasmrpc, scalar_f32, tensor};
 
 /// The names a component imports (not those of components nested in it).
@@ -39,7 +39,7 @@ fn put(http: &Http, name: &str, bytes: &[u8], export: &str) {
 
 #[test]
 fn wasmrpc_build_writes_components_that_import_no_wasi() {
-    for package in ["example-add", "guest-hostile"] {
+    for &package in NO_WASI_PACKAGES {
         let path = guest_without_wasi_path(package);
         assert!(
             path.to_string_lossy().ends_with(".component.wasm"),
@@ -106,6 +106,57 @@ fn a_guest_built_without_wasi_answers_as_its_wasip2_build_does() {
         0,
     );
     assert_eq!(r.code(), "INVALID_ARGUMENT", "{}", r.message());
+}
+
+/// Every example method `examples/serve.sh` registers, built both ways, gives the same outputs.
+#[test]
+fn every_example_answers_the_same_in_both_builds() {
+    let server = TestServer::start(&[]);
+    let http = server.http();
+    let m23 = || tensor("float32", &[2, 3], json!([1, 2, 3, 4, -5, 6.5]));
+    let cases = [
+        (
+            "example-matmul",
+            "matmul",
+            json!([
+                m23(),
+                tensor("float32", &[3, 2], json!([7, 8, 9, 10, 11, 12]))
+            ]),
+        ),
+        ("example-softmax", "softmax", json!([m23()])),
+        (
+            "example-strings",
+            "upper",
+            json!([tensor("string", &[2], json!(["hello", "wörld"]))]),
+        ),
+        (
+            "example-strings",
+            "length",
+            json!([tensor("string", &[3], json!(["hello", "wörld", ""]))]),
+        ),
+        ("example-linalg", "transpose", json!([m23()])),
+        ("example-linalg", "sum", json!([m23()])),
+        (
+            "example-linalg",
+            "scale",
+            json!([m23(), tensor("float32", &[], json!([0.5]))]),
+        ),
+        ("example-linalg", "max", json!([m23()])),
+        ("example-linalg", "identity", json!([m23()])),
+    ];
+    for (package, export, args) in cases {
+        put(&http, &format!("{export}-p2"), &guest(package), export);
+        put(
+            &http,
+            &format!("{export}-nowasi"),
+            &guest_without_wasi(package),
+            export,
+        );
+        let p2 = outputs(&http.call(&format!("{export}-p2"), args.clone(), 0));
+        let no_wasi = outputs(&http.call(&format!("{export}-nowasi"), args, 0));
+        assert!(!p2.is_empty(), "{export}");
+        assert_eq!(no_wasi, p2, "{export}");
+    }
 }
 
 #[test]

@@ -31,7 +31,14 @@ pub fn workspace_root() -> PathBuf {
 }
 
 /// The packages also built with `wasmrpc build`, as components with no WASI imports.
-pub const NO_WASI_PACKAGES: &[&str] = &["example-add", "guest-hostile"];
+pub const NO_WASI_PACKAGES: &[&str] = &[
+    "example-add",
+    "example-matmul",
+    "example-softmax",
+    "example-strings",
+    "example-linalg",
+    "guest-hostile",
+];
 
 /// The outer build's flags are for the host; the guests get none of them.
 fn without_host_flags(cmd: &mut Command) -> &mut Command {
