@@ -245,22 +245,24 @@ fn wasmrpc_build_says_what_is_wrong_with_a_crate_that_is_not_a_guest() {
         target_dir,
     ];
 
-    write_crate(dir.path(), "\"rlib\"", "pub fn f() {}\n");
-    let (ok, stdout, stderr) = run_wasmrpc(&build);
-    assert!(!ok);
-    assert!(stdout.trim().is_empty(), "{stdout}");
-    assert!(stderr.contains("cargo built no cdylib"), "{stderr}");
-
-    write_crate(
-        dir.path(),
-        "\"cdylib\"",
-        "#[unsafe(no_mangle)]\npub extern \"C\" fn f() {}\n",
-    );
-    let (ok, stdout, stderr) = run_wasmrpc(&build);
-    assert!(!ok);
-    assert!(stdout.trim().is_empty(), "{stdout}");
-    assert!(stderr.contains("is it a wasmrpc guest"), "{stderr}");
-    assert!(stderr.contains("not_a_guest.wasm"), "{stderr}");
+    // (crate type, source, what the error says)
+    let cases: [(&str, &str, &[&str]); 2] = [
+        ("\"rlib\"", "pub fn f() {}\n", &["cargo built no cdylib"]),
+        (
+            "\"cdylib\"",
+            "#[unsafe(no_mangle)]\npub extern \"C\" fn f() {}\n",
+            &["is it a wasmrpc guest", "not_a_guest.wasm"],
+        ),
+    ];
+    for (crate_type, lib, says) in cases {
+        write_crate(dir.path(), crate_type, lib);
+        let (ok, stdout, stderr) = run_wasmrpc(&build);
+        assert!(!ok);
+        assert!(stdout.trim().is_empty(), "{stdout}");
+        for words in says {
+            assert!(stderr.contains(words), "{stderr}");
+        }
+    }
     assert!(
         !dir.path()
             .join("target/wasm32-unknown-unknown/release/not_a_guest.component.wasm")

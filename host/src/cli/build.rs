@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context as _, bail};
 
 /// The target a component with no WASI imports is built for.
-pub const TARGET: &str = "wasm32-unknown-unknown";
+const TARGET: &str = "wasm32-unknown-unknown";
 
 /// Build, wrap, and print the components' paths.
 pub fn run(cargo_args: &[OsString]) -> anyhow::Result<()> {
@@ -70,7 +70,7 @@ pub fn run(cargo_args: &[OsString]) -> anyhow::Result<()> {
 /// # Errors
 /// The module carries no `wasmrpc:tensor` bindings (not built with the SDK or wit-bindgen), or
 /// they do not fit its exports.
-pub fn componentize(module: &[u8]) -> anyhow::Result<Vec<u8>> {
+fn componentize(module: &[u8]) -> anyhow::Result<Vec<u8>> {
     wit_component::ComponentEncoder::default()
         .module(module)
         .context(
@@ -102,7 +102,7 @@ fn componentize_file(module: &Path) -> anyhow::Result<(PathBuf, usize, Vec<Strin
 const METHOD_INTERFACE: &str = "wasmrpc:tensor/method";
 
 /// The names a component imports and exports (its own, not those of components nested in it).
-pub fn imports_and_exports(component: &[u8]) -> anyhow::Result<(Vec<String>, Vec<String>)> {
+fn imports_and_exports(component: &[u8]) -> anyhow::Result<(Vec<String>, Vec<String>)> {
     use wasmparser::Payload;
     let mut depth = 0usize;
     let (mut imports, mut exports) = (Vec::new(), Vec::new());

@@ -2,7 +2,7 @@
 //! which use the client SDK, the admin's `tenant` commands, and `build` for guest crates.
 
 mod args;
-pub mod build;
+mod build;
 mod client_cmds;
 pub mod output;
 mod serve;

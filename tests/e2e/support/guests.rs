@@ -40,8 +40,13 @@ pub const NO_WASI_PACKAGES: &[&str] = &[
     "guest-hostile",
 ];
 
-/// The outer build's flags are for the host; the guests get none of them.
-fn without_host_flags(cmd: &mut Command) -> &mut Command {
+/// Run a guest build (`cmd`) for `packages` in the repository, free of the outer build's flags
+/// (they are for the host); `target` names the rustup target to suggest when it fails.
+fn run_guest_build(mut cmd: Command, packages: &[&str], target: &str) {
+    cmd.current_dir(workspace_root());
+    for p in packages {
+        cmd.args(["-p", p]);
+    }
     for var in [
         "RUSTFLAGS",
         "CARGO_ENCODED_RUSTFLAGS",
@@ -52,36 +57,22 @@ fn without_host_flags(cmd: &mut Command) -> &mut Command {
     ] {
         cmd.env_remove(var);
     }
-    cmd
-}
-
-fn build_all() -> PathBuf {
-    let root = workspace_root();
-    let target_dir = root.join("target/guests");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(&root)
-        .args([
-            "build",
-            "--quiet",
-            "--profile",
-            "guest",
-            "--target",
-            "wasm32-wasip2",
-        ])
-        .arg("--target-dir")
-        .arg(&target_dir);
-    for p in PACKAGES {
-        cmd.args(["-p", p]);
-    }
-    let status = without_host_flags(&mut cmd)
-        .status()
-        .expect("running cargo to build the guests");
+    let status = cmd.status().expect("running the guest build");
     assert!(
         status.success(),
         "building the guest components failed; is the target installed? \
-         run `rustup target add wasm32-wasip2`"
+         run `rustup target add {target}`"
     );
+}
+
+fn build_all() -> PathBuf {
+    let target_dir = workspace_root().join("target/guests");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "--quiet", "--profile", "guest"])
+        .args(["--target", "wasm32-wasip2", "--target-dir"])
+        .arg(&target_dir);
+    run_guest_build(cmd, PACKAGES, "wasm32-wasip2");
     target_dir.join("wasm32-wasip2/guest")
 }
 
@@ -100,24 +91,12 @@ pub fn guest(package: &str) -> Vec<u8> {
 
 /// `wasmrpc build` of [`NO_WASI_PACKAGES`] into `target/guests`; the directory of the components.
 fn build_all_without_wasi() -> PathBuf {
-    let root = workspace_root();
-    let target_dir = root.join("target/guests");
+    let target_dir = workspace_root().join("target/guests");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_wasmrpc"));
-    cmd.current_dir(&root)
-        .args(["build", "--quiet", "--profile", "guest", "--target-dir"])
+    cmd.args(["build", "--quiet", "--profile", "guest", "--target-dir"])
         .arg(&target_dir)
         .stdout(std::process::Stdio::null());
-    for p in NO_WASI_PACKAGES {
-        cmd.args(["-p", p]);
-    }
-    let status = without_host_flags(&mut cmd)
-        .status()
-        .expect("running `wasmrpc build`");
-    assert!(
-        status.success(),
-        "`wasmrpc build` of the guests failed; is the target installed? \
-         run `rustup target add wasm32-unknown-unknown`"
-    );
+    run_guest_build(cmd, NO_WASI_PACKAGES, "wasm32-unknown-unknown");
     target_dir.join("wasm32-unknown-unknown/guest")
 }
 
