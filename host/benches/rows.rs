@@ -581,6 +581,10 @@ async fn p10(server: &Server) {
     );
 }
 
+// The allocator of the `wasmrpc` binary, so the rows measure the server as it runs.
+#[global_allocator]
+static ALLOCATOR: wasmrpc_host::internals::Allocator = wasmrpc_host::internals::Allocator {};
+
 fn main() {
     // The allocator as `wasmrpc serve` sets it, before any thread exists.
     if std::env::var_os("ROWS_GLIBC_DEFAULTS").is_none() {

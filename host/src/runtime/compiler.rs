@@ -88,6 +88,7 @@ pub async fn compile_in_child(
 ) -> Result<Vec<u8>, UploadError> {
     let child = tokio::process::Command::new(program)
         .args(child_args(config))
+        .envs(crate::allocator::CONFINED_CHILD_ENV)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
