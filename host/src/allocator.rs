@@ -7,7 +7,8 @@
 
 /// Let glibc's allocator serve buffers up to 256 MiB from its heaps and keep up to as much freed
 /// memory, instead of mapping every buffer over 32 MiB afresh and unmapping it when
-/// freed. A call on large tensors allocates the same few buffers (the body, the outputs) every
+/// freed. (With [`Allocator`] installed, as in the `wasmrpc` binary, this only concerns what C
+/// code in the process allocates; the benchmarks' figures before mimalloc were taken with it.) A call on large tensors allocates the same few buffers (the body, the outputs) every
 /// time; fresh mappings page-fault on every byte, which made a 16 MiB float32 `add` about a
 /// third slower (docs/benchmarks.md). The price is up to that much memory staying resident
 /// after a burst of large calls (docs/operations.md).
