@@ -586,10 +586,6 @@ async fn p10(server: &Server) {
 static ALLOCATOR: wasmrpc_host::internals::Allocator = wasmrpc_host::internals::Allocator {};
 
 fn main() {
-    // The allocator as `wasmrpc serve` sets it, before any thread exists.
-    if std::env::var_os("ROWS_GLIBC_DEFAULTS").is_none() {
-        wasmrpc_host::internals::keep_freed_memory_for_reuse();
-    }
     let only: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| a.starts_with('P'))

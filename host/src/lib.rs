@@ -45,7 +45,7 @@ mod readme_examples {}
 #[doc(hidden)]
 pub mod internals {
     pub use crate::accept::{ServeOptions, serve_connections};
-    pub use crate::allocator::{Allocator, keep_freed_memory_for_reuse};
+    pub use crate::allocator::Allocator;
     pub use crate::cluster::NatsRegistry;
     pub use crate::registry::{NewRegistration, RegistrationLimits, Registry};
     pub use crate::runtime::{Runtime, RuntimeConfig};

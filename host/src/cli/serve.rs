@@ -31,7 +31,6 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
         config.runtime.compiler =
             Compiler::this_binary().context("finding the wasmrpc binary to compile with")?;
     }
-    crate::allocator::keep_freed_memory_for_reuse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("wasmrpc-worker")
