@@ -79,6 +79,10 @@ pub struct ServeSettings {
     /// Use the pooling allocator (`false` allocates each instance on demand).
     #[arg(long, env = "WASMRPC_POOLING")]
     pub pooling: Option<bool>,
+    /// Linear memory of each pooled slot kept resident between calls, in MiB: the pages a call
+    /// wrote are zeroed in place, not handed back, so the next large call need not fault them in.
+    #[arg(long, env = "WASMRPC_KEEP_RESIDENT_MIB")]
+    pub keep_resident_mib: Option<usize>,
     /// Serve TLS (h2 and HTTP/1.1 by ALPN) with this PEM certificate chain, leaf first; needs
     /// `--tls-key` too.
     #[arg(long, env = "WASMRPC_TLS_CERT")]
@@ -165,6 +169,7 @@ impl ServeSettings {
             drain_timeout_s,
             max_connections,
             pooling,
+            keep_resident_mib,
             tls_cert,
             tls_key,
             admin_key_file,
@@ -243,6 +248,9 @@ impl ServeSettings {
         }
         if let Some(v) = self.pooling {
             runtime.pooling = v;
+        }
+        if let Some(v) = self.keep_resident_mib {
+            runtime.pool_keep_resident_bytes = v.saturating_mul(1 << 20);
         }
         let mut http = HttpLimits::default();
         if let Some(v) = self.max_request_bytes {

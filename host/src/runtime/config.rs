@@ -10,6 +10,12 @@ pub use super::compiler::Compiler;
 /// own cost is one wake-up per tick.
 pub const EPOCH_TICK: Duration = Duration::from_millis(2);
 
+/// MiB of each pooled linear memory kept resident between calls (`--keep-resident-mib`): room
+/// for a call on a 16 MiB tensor with the guest's own stack and heap beside it. 1 MiB (the
+/// earlier default) made such a call fault 4,096 fresh pages in again every time: 9.8 ms in
+/// process against 4.7–5.1 ms with 32 (docs/benchmarks.md, "Pages kept for the next call").
+pub const DEFAULT_KEEP_RESIDENT_MIB: usize = 32;
+
 /// Limits and sizes of the sandbox. Each field is one named limit; see `docs/limits.md`.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
@@ -54,7 +60,14 @@ pub struct RuntimeConfig {
     /// Bytes of each pooled memory (and up to a page of each table) that are reset with
     /// `memset` when a slot is reused, instead of being handed back to the kernel: the pages the
     /// last call dirtied with `pool_pagemap_scan`, else the first bytes (see docs/benchmarks.md).
+    /// A call that moves megabytes then finds its slot's pages already there, zeroed, instead of
+    /// faulting every 4 KiB page in again; what stays resident is bounded by the slots ever in
+    /// use at once plus `pool_max_unused_warm_slots`, each at most this much.
     pub pool_keep_resident_bytes: usize,
+    /// Slots (of instances, memories and tables) that may sit used-but-idle before a new
+    /// instance takes one of them rather than a never-used slot: with
+    /// `pool_keep_resident_bytes`, the bound on the memory kept resident between bursts.
+    pub pool_max_unused_warm_slots: u32,
     /// How many pooled memories and tables are handed back to the kernel in one batch: each
     /// batch costs one round of TLB shootdowns across CPUs instead of one per call (see
     /// docs/benchmarks.md). A slot waiting in a batch is not reused before it is reset.
@@ -96,7 +109,8 @@ impl Default for RuntimeConfig {
             max_concurrent_calls: 64,
             max_queued_calls: 4096,
             pooling: true,
-            pool_keep_resident_bytes: 1 << 20,
+            pool_keep_resident_bytes: DEFAULT_KEEP_RESIDENT_MIB << 20,
+            pool_max_unused_warm_slots: 8,
             pool_decommit_batch: 8,
             pool_pagemap_scan: true,
             pool_huge_pages: false,
