@@ -14,5 +14,5 @@ wasmtime::component::bindgen!({
 
 pub use wasmrpc::tensor::log::Level;
 pub use wasmrpc::tensor::types::{
-    Dtype, Error as GuestError, MethodSignature, TensorParam, TensorResult, TensorSpec,
+    Dtype, Error as GuestError, MethodSignature, TensorParam, TensorSpec,
 };

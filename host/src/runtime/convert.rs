@@ -60,8 +60,12 @@ pub fn tensor_to_wit(t: &Tensor) -> bindings::TensorParam<'_> {
 ///
 /// # Errors
 /// The tensor's bytes do not match its dtype and shape.
-pub fn tensor_from_wit(t: bindings::TensorResult) -> Result<Tensor, wasmrpc_proto::TensorError> {
-    Tensor::from_raw(dtype_from_wit(t.dtype), t.shape, t.data)
+pub fn tensor_from_wit(
+    dtype: Dtype,
+    shape: Vec<u64>,
+    data: bytes::Bytes,
+) -> Result<Tensor, wasmrpc_proto::TensorError> {
+    Tensor::from_raw(dtype_from_wit(dtype), shape, data)
 }
 
 fn spec_from_wit(s: bindings::TensorSpec) -> TensorSpec {

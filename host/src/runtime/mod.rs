@@ -19,6 +19,7 @@ pub mod guest_log;
 mod huge_pages;
 pub mod imports;
 pub mod limits;
+mod outputs;
 mod sandbox;
 mod validate;
 
@@ -38,6 +39,7 @@ use bindings::TensorFunctionPre;
 use compiles::{ABANDONED_COMPILES_MAX, COMPILES_AT_ONCE, CompileGate, CompilePermit, GateError};
 use epoch::EpochTicker;
 use limits::CallLimiter;
+use outputs::{CallExport, TensorOut};
 use sandbox::CallState;
 
 /// A compiled component whose signatures have not been asked for yet ([`Runtime::describe`]).
@@ -57,6 +59,7 @@ impl std::fmt::Debug for Compiled {
 /// A compiled component, ready to be instantiated for each call.
 pub struct Module {
     pre: TensorFunctionPre<CallState>,
+    call: CallExport,
     signatures: Vec<MethodSignature>,
     size: usize,
 }
@@ -309,7 +312,11 @@ impl Runtime {
             .await
             .map_err(UploadError::Signatures)?;
         validate::check_signatures(&signatures)?;
+        let call = CallExport::find(compiled.pre.instance_pre().component()).ok_or_else(|| {
+            UploadError::Internal("the component's `call` export was not found".into())
+        })?;
         Ok(Arc::new(Module {
+            call,
             pre: compiled.pre,
             signatures,
             size: compiled.size,
@@ -358,11 +365,17 @@ impl Runtime {
         let (mut store, log) = self.new_store(deadline.saturating_sub(started.elapsed()), memory);
         let wit_args: Vec<_> = args.iter().map(convert::tensor_to_wit).collect();
         let result = async {
-            let instance = module.pre.instantiate_async(&mut store).await?;
-            instance
-                .wasmrpc_tensor_method()
-                .call_call(&mut store, method, &wit_args)
-                .await
+            // The instance without the generated bindings' per-instance lookups and type checks,
+            // and `call` with its outputs lifted as views into the guest's memory
+            // (`runtime/outputs.rs`).
+            let instance = module
+                .pre
+                .instance_pre()
+                .instantiate_async(&mut store)
+                .await?;
+            let call = module.call.get(&instance, &mut store)?;
+            let (outputs,) = call.call_async(&mut store, (method, &wit_args)).await?;
+            Ok(outputs)
         }
         .await;
         drop(wit_args);
@@ -384,13 +397,15 @@ impl Runtime {
         self.check_outputs(module, method, outputs)
     }
 
+    /// The guest's outputs as tensors, refused when oversized, malformed or off their declared
+    /// signature.
     fn check_outputs(
         &self,
         module: &Module,
         method: &str,
-        outputs: Vec<bindings::TensorResult>,
+        outputs: Vec<TensorOut>,
     ) -> Result<Vec<Tensor>, GuestFailure> {
-        let total: usize = outputs.iter().map(|t| t.data.len()).sum();
+        let total: usize = outputs.iter().map(|t| t.data.byte_len()).sum();
         if total > self.config.max_output_bytes {
             return Err(GuestFailure::BadOutput {
                 code: Code::ResourceExhausted,
@@ -408,7 +423,7 @@ impl Runtime {
             .into_iter()
             .enumerate()
             .map(|(i, t)| {
-                convert::tensor_from_wit(t).map_err(|e| {
+                convert::tensor_from_wit(t.dtype, t.shape, t.data.into_bytes()).map_err(|e| {
                     bad(format!(
                         "method `{method}` returned a malformed output {i}: {e}"
                     ))
