@@ -171,13 +171,9 @@ mod tests {
     use http_body_util::StreamBody;
 
     /// A body of these frames, in order.
-    fn frames(
-        frames: Vec<Frame<Bytes>>,
-    ) -> StreamBody<futures_util::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, Infallible>>>>
-    {
-        StreamBody::new(futures_util::stream::iter(
-            frames.into_iter().map(Ok).collect::<Vec<_>>(),
-        ))
+    fn frames(frames: Vec<Frame<Bytes>>) -> impl http_body::Body<Data = Bytes> + Unpin {
+        let frames: Vec<Result<_, Infallible>> = frames.into_iter().map(Ok).collect();
+        StreamBody::new(futures_util::stream::iter(frames))
     }
 
     #[tokio::test]
