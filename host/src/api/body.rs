@@ -171,7 +171,9 @@ mod tests {
     use http_body_util::StreamBody;
 
     /// A body of these frames, in order.
-    fn frames(frames: Vec<Frame<Bytes>>) -> impl http_body::Body<Data = Bytes> + Unpin {
+    fn frames(
+        frames: Vec<Frame<Bytes>>,
+    ) -> impl http_body::Body<Data = Bytes, Error = Infallible> + Unpin {
         let frames: Vec<Result<_, Infallible>> = frames.into_iter().map(Ok).collect();
         StreamBody::new(futures_util::stream::iter(frames))
     }
