@@ -51,6 +51,7 @@
 #![warn(missing_docs, clippy::missing_errors_doc, clippy::missing_panics_doc)]
 
 pub mod blocking;
+pub mod body;
 pub mod client;
 pub mod cluster;
 mod options;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, header};
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -256,11 +256,14 @@ impl Transport {
             )
         })?;
         let (parts, body) = response.into_parts();
-        let body = body
-            .collect()
-            .await
-            .map_err(|e| Error::new(Code::Unavailable, format!("reading the answer failed: {e}")))?
-            .to_bytes();
+        let expected = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse().ok())
+            .unwrap_or(0);
+        let body = crate::body::gather(body, expected).await.map_err(|e| {
+            Error::new(Code::Unavailable, format!("reading the answer failed: {e}"))
+        })?;
         if parts.status.is_success() {
             Ok((parts.headers, body))
         } else {
