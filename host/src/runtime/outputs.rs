@@ -2,9 +2,9 @@
 //! pages are already there.
 //!
 //! The generated bindings lift each output's `list<u8>` into a fresh `Vec<u8>`, a byte at a
-//! time. For a 16 MiB output that is 4,096 fresh pages on the host, faulted in one by one: the
-//! allocator hands such a block straight back to the kernel when it is freed, here on another
-//! thread once the answer is written. So `call` is typed with [`TensorOut`] instead, whose data
+//! time. Over HTTP that `Vec` is freed on another thread once the answer is written, and a
+//! profile showed every 16 MiB output faulting 4,096 fresh pages in on the host, one by one
+//! (docs/benchmarks.md, "Pages kept for the next call"). So `call` is typed with [`TensorOut`] instead, whose data
 //! is an [`OutputData`]: its lift checks the list as wasmtime does (type, bounds, the copy budget
 //! of wasmtime's hostcall fuel) and copies the bytes with one `memcpy`, into a buffer of
 //! [`BufferPool`] when they are large. A buffer goes back to the pool when the last `Bytes` of
