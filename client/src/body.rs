@@ -7,7 +7,7 @@ use http_body_util::BodyExt;
 /// Room made at the start for a body's declared length, at most: a client that declares much
 /// and sends little gets no more than this set aside for it (the buffer grows past it as data
 /// arrives).
-const PREALLOCATED_MAX: usize = 64 << 20;
+pub const PREALLOCATED_MAX: usize = 64 << 20;
 
 /// The body's data in one buffer, copied frame by frame as the frames arrive, with room for
 /// `expected` bytes (up to [`PREALLOCATED_MAX`]) made at the start. Each frame is copied while it
