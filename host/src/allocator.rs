@@ -4,7 +4,8 @@
 //! and frees a few hundred small objects (the request, the futures of its layers, the store),
 //! and glibc's allocator spent about a tenth of the server's CPU on them (docs/benchmarks.md,
 //! "The allocator"). Calls on 16 MiB tensors take as long with it as with glibc tuned by
-//! `mallopt` to keep its large buffers, which `wasmrpc serve` did before. The library leaves the choice to whoever embeds it.
+//! `mallopt` to keep its large buffers, which `wasmrpc serve` did before. The library leaves
+//! the choice to whoever embeds it.
 
 /// The allocator of the `wasmrpc` binary (and of the benchmarks that measure it).
 pub type Allocator = mimalloc::MiMalloc;

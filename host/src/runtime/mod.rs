@@ -9,6 +9,7 @@
 
 pub mod artifacts;
 mod bindings;
+mod buffers;
 pub mod compiler;
 mod compiles;
 pub mod config;
@@ -366,8 +367,7 @@ impl Runtime {
         let wit_args: Vec<_> = args.iter().map(convert::tensor_to_wit).collect();
         let result = async {
             // The instance without the generated bindings' per-instance lookups and type checks,
-            // and `call` with its outputs lifted as views into the guest's memory
-            // (`runtime/outputs.rs`).
+            // and `call` with its outputs copied out as they are lifted (`runtime/outputs.rs`).
             let instance = module
                 .pre
                 .instance_pre()
