@@ -76,6 +76,11 @@ pub struct ServeSettings {
     /// Time shutdown waits for in-flight calls, in seconds.
     #[arg(long, env = "WASMRPC_DRAIN_TIMEOUT_S")]
     pub drain_timeout_s: Option<u64>,
+    /// Threads that serve connections, each with an event loop of its own, so a connection's
+    /// requests wake no other thread; 0 serves them on the async runtime's workers (default:
+    /// one per CPU).
+    #[arg(long, env = "WASMRPC_CONNECTION_THREADS")]
+    pub connection_threads: Option<usize>,
     /// Use the pooling allocator (`false` allocates each instance on demand).
     #[arg(long, env = "WASMRPC_POOLING")]
     pub pooling: Option<bool>,
@@ -167,6 +172,7 @@ impl ServeSettings {
             header_timeout_s,
             body_timeout_s,
             drain_timeout_s,
+            connection_threads,
             max_connections,
             pooling,
             keep_resident_mib,
@@ -266,6 +272,9 @@ impl ServeSettings {
         if let Some(v) = self.drain_timeout_s {
             serve.drain_timeout = secs(v);
         }
+        serve.connection_threads = self.connection_threads.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        });
         if let Some(v) = self.max_connections {
             serve.max_connections = v.max(1);
         }

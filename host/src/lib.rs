@@ -44,7 +44,7 @@ mod readme_examples {}
 /// Not a stable API.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::accept::{ServeOptions, serve_connections};
+    pub use crate::accept::{ServeOptions, ThreadHooks, serve_connections};
     pub use crate::allocator::Allocator;
     pub use crate::cluster::NatsRegistry;
     pub use crate::registry::{NewRegistration, RegistrationLimits, Registry};

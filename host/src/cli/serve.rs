@@ -31,6 +31,17 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
         config.runtime.compiler =
             Compiler::this_binary().context("finding the wasmrpc binary to compile with")?;
     }
+    // The connection threads (`--connection-threads`, accept/threads.rs) answer with the same
+    // priority and CPU reserve as the HTTP workers.
+    config.serve.thread_hooks = crate::accept::ThreadHooks {
+        on_start: Some(std::sync::Arc::new(|| {
+            crate::thread_priority::prefer_on_wakeup();
+            crate::execute::Reserve::mark_answering_thread();
+        })),
+        on_unpark: Some(std::sync::Arc::new(
+            crate::execute::Reserve::follow_on_this_thread,
+        )),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("wasmrpc-worker")

@@ -5,6 +5,8 @@
 //! Takes an already-bound listener and a shutdown future, so tests run it on port 0. The
 //! embeddable [`crate::Server`] and `wasmrpc serve` both run their app through it.
 
+mod threads;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -12,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::Watcher;
 use hyper_util::service::TowerToHyperService;
@@ -21,6 +23,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
+
+use threads::{ConnectionThreads, Streams};
 
 /// How the listener treats connections.
 #[derive(Debug, Clone)]
@@ -35,6 +39,31 @@ pub struct ServeOptions {
     /// Connections open at once; past it a new connection is closed at once (after a 503 on a
     /// cleartext port), so a flood of idle connections cannot use up the process's descriptors.
     pub max_connections: usize,
+    /// Threads with an event loop of their own that connections are handed to (the one with
+    /// the fewest open); 0 serves connections on the runtime that accepts them. See
+    /// [`crate::accept::connection_threads`].
+    pub connection_threads: usize,
+    /// What each connection thread runs as it starts and each time it wakes.
+    pub thread_hooks: ThreadHooks,
+}
+
+/// Functions a connection thread runs as it starts and each time it wakes (`wasmrpc serve`'s
+/// priority and CPU reserve for the threads that answer).
+#[derive(Clone, Default)]
+pub struct ThreadHooks {
+    /// Run once, on the new thread, before it serves anything.
+    pub on_start: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// Run each time the thread wakes from waiting for work.
+    pub on_unpark: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl std::fmt::Debug for ThreadHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadHooks")
+            .field("on_start", &self.on_start.is_some())
+            .field("on_unpark", &self.on_unpark.is_some())
+            .finish()
+    }
 }
 
 impl Default for ServeOptions {
@@ -44,6 +73,8 @@ impl Default for ServeOptions {
             drain_timeout: Duration::from_secs(30),
             tls: None,
             max_connections: 10_000,
+            connection_threads: 0,
+            thread_hooks: ThreadHooks::default(),
         }
     }
 }
@@ -136,7 +167,7 @@ pub async fn serve_connections(
     shutdown: impl Future<Output = ()> + Send,
     options: ServeOptions,
 ) -> std::io::Result<()> {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(Streams(tokio::runtime::Handle::current()));
     builder
         .http1()
         .timer(TokioTimer::new())
@@ -157,6 +188,10 @@ pub async fn serve_connections(
     let connections = Arc::new(tokio::sync::Semaphore::new(options.max_connections));
     let builder = Arc::new(builder);
     let tls = options.tls.clone().map(TlsAcceptor::from);
+    let threads = match options.connection_threads {
+        0 => None,
+        n => Some(ConnectionThreads::start(n, &options.thread_hooks)?),
+    };
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -195,7 +230,7 @@ pub async fn serve_connections(
         let watcher = graceful.watcher();
         let (builder, tls, app) = (builder.clone(), tls.clone(), app.clone());
         let handshake_timeout = options.header_read_timeout;
-        tokio::spawn(async move {
+        let serve = move |stream: TcpStream| async move {
             let _slot = slot;
             match tls {
                 None => serve_connection(&builder, stream, app, watcher, peer).await,
@@ -207,7 +242,16 @@ pub async fn serve_connections(
                     }
                 }
             }
-        });
+        };
+        match &threads {
+            None => {
+                tokio::spawn(serve(stream));
+            }
+            Some(threads) => threads.hand_over(stream, move |stream, counted| async move {
+                serve(stream).await;
+                drop(counted);
+            }),
+        }
     }
     drop(listener);
     tracing::info!("shutting down: draining in-flight requests");
@@ -217,6 +261,7 @@ pub async fn serve_connections(
             tracing::warn!("drain timeout passed; closing remaining connections");
         }
     }
+    drop(threads);
     Ok(())
 }
 
@@ -243,7 +288,7 @@ async fn handshake(
 /// Serve HTTP/1.1 or HTTP/2 (whichever the client speaks) on one connection until it closes or
 /// shutdown drains it.
 async fn serve_connection<I>(
-    builder: &auto::Builder<TokioExecutor>,
+    builder: &auto::Builder<Streams>,
     io: I,
     app: Router,
     watcher: Watcher,
