@@ -40,8 +40,8 @@ pub struct ServeOptions {
     /// cleartext port), so a flood of idle connections cannot use up the process's descriptors.
     pub max_connections: usize,
     /// Threads with an event loop of their own that connections are handed to (the one with
-    /// the fewest open); 0 serves connections on the runtime that accepts them. See
-    /// [`crate::accept::connection_threads`].
+    /// the fewest open); 0 serves connections on the runtime that accepts them. Why:
+    /// `accept/threads.rs`.
     pub connection_threads: usize,
     /// What each connection thread runs as it starts and each time it wakes.
     pub thread_hooks: ThreadHooks,
