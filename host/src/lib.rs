@@ -18,6 +18,7 @@ mod app;
 mod cluster;
 mod config;
 mod execute;
+mod log_format;
 mod metrics;
 mod registry;
 mod runtime;

@@ -25,7 +25,7 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
     match principal {
         Ok(principal) => {
             if let Principal::Tenant(tenant) = &principal {
-                tracing::Span::current().record("tenant", tenant.as_str());
+                super::context::record_tenant(tenant.as_str());
             }
             req.extensions_mut().insert(principal);
             next.run(req).await

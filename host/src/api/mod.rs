@@ -4,6 +4,7 @@
 mod auth;
 mod body;
 mod cluster;
+pub(crate) mod context;
 pub mod error;
 mod health;
 mod methods;
@@ -22,10 +23,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::Request;
 use axum::http::{HeaderName, Method, Uri};
 use axum::routing::get;
-use tower_http::trace::TraceLayer;
 use wasmrpc_proto::Code;
 
 use crate::service::Service;
@@ -79,28 +78,10 @@ pub fn router(state: AppState) -> Router {
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(v2::protocol_errors))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            count_client,
-        ))
-        .layer(
-            TraceLayer::new_for_http()
-                .on_failure(())
-                .make_span_with(|req: &Request| {
-                    let client = req
-                        .headers()
-                        .get(CLIENT_NAME_HEADER)
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or("-");
-                    tracing::info_span!(
-                        "request",
-                        method = %req.method(),
-                        path = %req.uri().path(),
-                        client,
-                        tenant = tracing::field::Empty
-                    )
-                }),
-        )
+        .layer(context::RequestContextLayer::new({
+            let service = state.service.clone();
+            Arc::new(move |client| service.metrics().record_client(client))
+        }))
         .with_state(state)
 }
 
@@ -138,22 +119,6 @@ fn routes(state: &AppState) -> Routes {
         .get("/healthz", health::healthz)
         .get("/readyz", health::readyz)
         .get("/openapi.json", openapi::document)
-}
-
-/// Count requests per client name (the name also shows in the request's tracing span).
-async fn count_client(
-    axum::extract::State(state): axum::extract::State<AppState>,
-    req: Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    if let Some(name) = req
-        .headers()
-        .get(CLIENT_NAME_HEADER)
-        .and_then(|v| v.to_str().ok())
-    {
-        state.service.metrics().record_client(name);
-    }
-    next.run(req).await
 }
 
 /// The router of `--metrics-listen`: `/metrics` alone, open to whoever reaches that address (bind

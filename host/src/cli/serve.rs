@@ -19,7 +19,10 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
         // Colours only for a person at a terminal: a log file or journal gets plain text, and
         // each request's span is formatted without escape codes.
         .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+        // Each request's context is printed by the format, with no span a request.
+        .event_format(crate::log_format::WithRequestContext)
         .init();
+    crate::api::context::printed_by_the_format();
     let settings = match &config_file {
         Some(path) => flags.or(&ServeSettings::from_file(path)?),
         None => flags,
