@@ -87,7 +87,9 @@ pub fn with_current<R>(f: impl FnOnce(&RequestContext) -> R) -> Option<R> {
 /// Note the tenant a request was authenticated as, for its log lines.
 pub fn record_tenant(tenant: &str) {
     let _ = REQUEST.try_with(|r| r.tenant.set(tenant.to_owned()));
-    tracing::Span::current().record("tenant", tenant);
+    if !is_printed_by_the_format() {
+        tracing::Span::current().record("tenant", tenant);
+    }
 }
 
 /// What is told each request's client name (the metrics' count of requests by client).

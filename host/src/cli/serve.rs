@@ -17,7 +17,7 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
         )
         .with_writer(std::io::stderr)
         // Colours only for a person at a terminal: a log file or journal gets plain text, and
-        // each request's span is formatted without escape codes.
+        // each request's context is written without escape codes.
         .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         // Each request's context is printed by the format, with no span a request.
         .event_format(crate::log_format::WithRequestContext)
