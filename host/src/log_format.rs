@@ -33,11 +33,10 @@ where
         writer.write_char(' ')?;
         let mut any_context = false;
         // Only when no span carries it (`api/context.rs`), so it is never written twice.
-        if crate::api::context::is_printed_by_the_format()
-            && let Some(written) = crate::api::context::with_current(|request| {
-                paint(&mut writer, ansi, BOLD, |w| request.write(w))
-            })
-        {
+        let request = crate::api::context::with_current(|request| {
+            (!request.in_a_span()).then(|| paint(&mut writer, ansi, BOLD, |w| request.write(w)))
+        });
+        if let Some(Some(written)) = request {
             written?;
             any_context = true;
         }

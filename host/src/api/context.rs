@@ -40,11 +40,6 @@ pub fn printed_by_the_format() {
     PRINTED_BY_THE_FORMAT.store(true, Ordering::Relaxed);
 }
 
-/// Whether the log format prints the request context (otherwise a span carries it).
-pub fn is_printed_by_the_format() -> bool {
-    PRINTED_BY_THE_FORMAT.load(Ordering::Relaxed)
-}
-
 /// What a log line written while a request is handled says of it.
 #[derive(Debug)]
 pub struct RequestContext {
@@ -52,9 +47,16 @@ pub struct RequestContext {
     uri: Uri,
     client: Option<HeaderValue>,
     tenant: OnceCell<String>,
+    /// Whether a `request` span carries this context too (then the log format leaves it out).
+    in_a_span: bool,
 }
 
 impl RequestContext {
+    /// Whether a `request` span carries this context too.
+    pub fn in_a_span(&self) -> bool {
+        self.in_a_span
+    }
+
     /// Write ` request{method=… path=… client=… tenant=…}:` as `tracing`'s default format
     /// writes a span (the tenant once known; a client name that is not text as `-`).
     pub fn write(&self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
@@ -86,8 +88,11 @@ pub fn with_current<R>(f: impl FnOnce(&RequestContext) -> R) -> Option<R> {
 
 /// Note the tenant a request was authenticated as, for its log lines.
 pub fn record_tenant(tenant: &str) {
-    let _ = REQUEST.try_with(|r| r.tenant.set(tenant.to_owned()));
-    if !is_printed_by_the_format() {
+    let in_a_span = REQUEST.try_with(|r| {
+        let _ = r.tenant.set(tenant.to_owned());
+        r.in_a_span
+    });
+    if in_a_span != Ok(false) {
         tracing::Span::current().record("tenant", tenant);
     }
 }
@@ -108,7 +113,7 @@ impl RequestContextLayer {
     /// The layer, telling `count_client` each named client's requests; with a span a request
     /// unless the log format prints the context (see [`printed_by_the_format`]).
     pub fn new(count_client: CountClient) -> Self {
-        Self::with_spans(count_client, !is_printed_by_the_format())
+        Self::with_spans(count_client, !PRINTED_BY_THE_FORMAT.load(Ordering::Relaxed))
     }
 
     /// The layer, with a span a request or not.
@@ -162,6 +167,7 @@ where
             uri: req.uri().clone(),
             client,
             tenant: OnceCell::new(),
+            in_a_span: self.spans,
         };
         let span = if !self.spans {
             tracing::Span::none()
