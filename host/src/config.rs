@@ -76,9 +76,9 @@ pub struct ServeSettings {
     /// Time shutdown waits for in-flight calls, in seconds.
     #[arg(long, env = "WASMRPC_DRAIN_TIMEOUT_S")]
     pub drain_timeout_s: Option<u64>,
-    /// Threads that serve connections, each with an event loop of its own, so a connection's
-    /// requests wake no other thread; 0 serves them on the async runtime's workers (default:
-    /// one per CPU).
+    /// Threads that serve cleartext HTTP/1.1 connections, each with an event loop of its own, so
+    /// a connection's requests wake no other thread; 0 serves them on the async runtime's
+    /// workers, as HTTP/2 and TLS connections are (default: one per CPU).
     #[arg(long, env = "WASMRPC_CONNECTION_THREADS")]
     pub connection_threads: Option<usize>,
     /// Use the pooling allocator (`false` allocates each instance on demand).

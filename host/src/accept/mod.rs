@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::Watcher;
 use hyper_util::service::TowerToHyperService;
@@ -24,7 +24,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
-use threads::{ConnectionThreads, Streams};
+use threads::ConnectionThreads;
 
 /// How the listener treats connections.
 #[derive(Debug, Clone)]
@@ -39,9 +39,9 @@ pub struct ServeOptions {
     /// Connections open at once; past it a new connection is closed at once (after a 503 on a
     /// cleartext port), so a flood of idle connections cannot use up the process's descriptors.
     pub max_connections: usize,
-    /// Threads with an event loop of their own that connections are handed to (the one with
-    /// the fewest open); 0 serves connections on the runtime that accepts them. Why:
-    /// `accept/threads.rs`.
+    /// Threads with an event loop of their own that cleartext HTTP/1.1 connections are handed
+    /// to (the one with the fewest open); 0 serves every connection on the runtime that accepts
+    /// it, as HTTP/2 and TLS connections always are. Why: `accept/threads.rs`.
     pub connection_threads: usize,
     /// What each connection thread runs as it starts and each time it wakes.
     pub thread_hooks: ThreadHooks,
@@ -167,7 +167,7 @@ pub async fn serve_connections(
     shutdown: impl Future<Output = ()> + Send,
     options: ServeOptions,
 ) -> std::io::Result<()> {
-    let mut builder = auto::Builder::new(Streams(tokio::runtime::Handle::current()));
+    let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
@@ -188,9 +188,13 @@ pub async fn serve_connections(
     let connections = Arc::new(tokio::sync::Semaphore::new(options.max_connections));
     let builder = Arc::new(builder);
     let tls = options.tls.clone().map(TlsAcceptor::from);
-    let threads = match options.connection_threads {
-        0 => None,
-        n => Some(ConnectionThreads::start(n, &options.thread_hooks)?),
+    // Only for cleartext: a TLS connection's protocol is known only after its handshake.
+    let threads = match (options.connection_threads, &tls) {
+        (0, _) | (_, Some(_)) => None,
+        (n, None) => Some(Arc::new(ConnectionThreads::start(
+            n,
+            &options.thread_hooks,
+        )?)),
     };
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
@@ -247,10 +251,25 @@ pub async fn serve_connections(
             None => {
                 tokio::spawn(serve(stream));
             }
-            Some(threads) => threads.hand_over(stream, move |stream, counted| async move {
-                serve(stream).await;
-                drop(counted);
-            }),
+            Some(threads) => {
+                let threads = threads.clone();
+                tokio::spawn(async move {
+                    match first_bytes(&stream, handshake_timeout).await {
+                        // HTTP/2 stays here: its streams run on this runtime's workers, and a
+                        // connection on another thread would cost two wake-ups a request.
+                        FirstBytes::Http2 => serve(stream).await,
+                        FirstBytes::Other => {
+                            threads.hand_over(stream, move |stream, counted| async move {
+                                serve(stream).await;
+                                drop(counted);
+                            });
+                        }
+                        FirstBytes::None => {
+                            tracing::debug!(%peer, "closed: nothing sent within the header timeout");
+                        }
+                    }
+                });
+            }
         }
     }
     drop(listener);
@@ -263,6 +282,27 @@ pub async fn serve_connections(
     }
     drop(threads);
     Ok(())
+}
+
+/// What a cleartext connection opens with.
+enum FirstBytes {
+    /// The HTTP/2 connection preface (prior knowledge), or the start of it.
+    Http2,
+    /// Anything else: HTTP/1.1, or bytes the HTTP stack will refuse.
+    Other,
+    /// Nothing within the timeout, or the connection closed.
+    None,
+}
+
+/// Look at the first bytes of `stream` without reading them, for at most `timeout`.
+async fn first_bytes(stream: &TcpStream, timeout: Duration) -> FirstBytes {
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    let mut head = [0u8; PREFACE.len()];
+    match tokio::time::timeout(timeout, stream.peek(&mut head)).await {
+        Ok(Ok(0)) | Ok(Err(_)) | Err(_) => FirstBytes::None,
+        Ok(Ok(n)) if PREFACE.starts_with(&head[..n]) => FirstBytes::Http2,
+        Ok(Ok(_)) => FirstBytes::Other,
+    }
 }
 
 /// The server side of a TLS handshake, given at most `timeout`; `None` (logged) when it fails.
@@ -288,7 +328,7 @@ async fn handshake(
 /// Serve HTTP/1.1 or HTTP/2 (whichever the client speaks) on one connection until it closes or
 /// shutdown drains it.
 async fn serve_connection<I>(
-    builder: &auto::Builder<Streams>,
+    builder: &auto::Builder<TokioExecutor>,
     io: I,
     app: Router,
     watcher: Watcher,

@@ -1,5 +1,5 @@
 //! Connection threads: event loops of their own (a thread each, tokio's current-thread
-//! runtime) that accepted connections are handed to.
+//! runtime) that accepted cleartext HTTP/1.1 connections are handed to.
 //!
 //! On tokio's multi-thread runtime, a request that arrives wakes one worker, and the scheduler
 //! then wakes a second to look for more work (a worker leaving its search wakes another; a task
@@ -9,8 +9,11 @@
 //! one thread that owns it, and nothing else is woken for them. Connections are spread over the
 //! threads by how many each has open.
 //!
-//! HTTP/2 streams are not pinned: the streams of one connection run on the runtime that
-//! accepted it (`Streams`), so one client's many calls in flight still use every CPU.
+//! HTTP/2 connections are not handed over (the accept loop looks for the connection preface
+//! first): their streams run on the runtime's workers, so one client's many calls in flight use
+//! every CPU, and a connection on a thread of its own would cost each request two wake-ups
+//! between it and its streams (measured with h2load: docs/benchmarks.md, "One event loop a
+//! connection"). Nor are TLS connections, whose protocol is known only after the handshake.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -121,21 +124,6 @@ impl ConnectionThreads {
     }
 }
 
-/// Where the HTTP/2 streams of a connection run: on the runtime that accepted it, wherever the
-/// connection itself is served.
-#[derive(Clone)]
-pub(super) struct Streams(pub(super) tokio::runtime::Handle);
-
-impl<F> hyper::rt::Executor<F> for Streams
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    fn execute(&self, future: F) {
-        self.0.spawn(future);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -198,6 +186,40 @@ mod tests {
         drop(connections);
         let _ = stop.send(());
         server.await.unwrap().unwrap();
+    }
+
+    /// An HTTP/2 connection (prior knowledge) is served on the runtime that accepted it, with
+    /// its streams, not handed to a connection thread.
+    #[tokio::test]
+    async fn http2_connections_stay_on_the_accepting_runtime() {
+        let app = axum::Router::new().route(
+            "/",
+            axum::routing::get(|| async {
+                std::thread::current().name().unwrap_or("?").to_owned()
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let options = ServeOptions {
+            connection_threads: 2,
+            ..ServeOptions::default()
+        };
+        let server = tokio::spawn(serve_connections(
+            listener,
+            app,
+            std::future::pending(),
+            options,
+        ));
+        let client =
+            wasmrpc_client::transport::Transport::new(&format!("http://{address}"), "t", None)
+                .unwrap();
+        let name = client
+            .send(axum::http::Method::GET, "/", None)
+            .await
+            .unwrap();
+        let name = String::from_utf8(name.to_vec()).unwrap();
+        assert!(!name.starts_with("wasmrpc-http"), "served on {name}");
+        server.abort();
     }
 
     /// One keep-alive request on `stream`; the answer's body.
