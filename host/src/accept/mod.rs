@@ -258,12 +258,7 @@ pub async fn serve_connections(
                         // HTTP/2 stays here: its streams run on this runtime's workers, and a
                         // connection on another thread would cost two wake-ups a request.
                         FirstBytes::Http2 => serve(stream).await,
-                        FirstBytes::Other => {
-                            threads.hand_over(stream, move |stream, counted| async move {
-                                serve(stream).await;
-                                drop(counted);
-                            });
-                        }
+                        FirstBytes::Other => threads.hand_over(stream, serve),
                         FirstBytes::None => {
                             tracing::debug!(%peer, "closed: nothing sent within the header timeout");
                         }

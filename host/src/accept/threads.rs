@@ -35,7 +35,7 @@ struct Loop {
 }
 
 /// One connection counted on its thread while it lives.
-pub(super) struct Counted(Arc<AtomicUsize>);
+struct Counted(Arc<AtomicUsize>);
 
 impl Drop for Counted {
     fn drop(&mut self) {
@@ -93,10 +93,11 @@ impl ConnectionThreads {
     }
 
     /// Serve a connection on the thread with the fewest open: `serve` gets the stream, now
-    /// registered with that thread's event loop.
+    /// registered with that thread's event loop, and the connection counts there until `serve`
+    /// ends.
     pub(super) fn hand_over<F, Fut>(&self, stream: tokio::net::TcpStream, serve: F)
     where
-        F: FnOnce(tokio::net::TcpStream, Counted) -> Fut + Send + 'static,
+        F: FnOnce(tokio::net::TcpStream) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         let Some(target) = self
@@ -116,8 +117,9 @@ impl ConnectionThreads {
             }
         };
         target.handle.spawn(async move {
+            let _counted = counted;
             match tokio::net::TcpStream::from_std(stream) {
-                Ok(stream) => serve(stream, counted).await,
+                Ok(stream) => serve(stream).await,
                 Err(e) => tracing::debug!(error = %e, "could not hand a connection over"),
             }
         });
@@ -136,28 +138,11 @@ mod tests {
     /// connections are spread over the threads.
     #[tokio::test]
     async fn connections_are_spread_over_the_threads_and_stay_on_one() {
-        let app = axum::Router::new().route(
-            "/",
-            axum::routing::get(|| async {
-                std::thread::current().name().unwrap_or("?").to_owned()
-            }),
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let options = ServeOptions {
-            connection_threads: 2,
-            drain_timeout: Duration::from_secs(5),
-            ..ServeOptions::default()
-        };
-        let server = tokio::spawn(serve_connections(
-            listener,
-            app,
-            async {
-                let _ = stopped.await;
-            },
-            options,
-        ));
+        let (address, server) = serve_thread_names(async {
+            let _ = stopped.await;
+        })
+        .await;
         let mut connections = Vec::new();
         for _ in 0..4 {
             let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
@@ -192,24 +177,7 @@ mod tests {
     /// its streams, not handed to a connection thread.
     #[tokio::test]
     async fn http2_connections_stay_on_the_accepting_runtime() {
-        let app = axum::Router::new().route(
-            "/",
-            axum::routing::get(|| async {
-                std::thread::current().name().unwrap_or("?").to_owned()
-            }),
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        let options = ServeOptions {
-            connection_threads: 2,
-            ..ServeOptions::default()
-        };
-        let server = tokio::spawn(serve_connections(
-            listener,
-            app,
-            std::future::pending(),
-            options,
-        ));
+        let (address, server) = serve_thread_names(std::future::pending()).await;
         let client =
             wasmrpc_client::transport::Transport::new(&format!("http://{address}"), "t", None)
                 .unwrap();
@@ -220,6 +188,31 @@ mod tests {
         let name = String::from_utf8(name.to_vec()).unwrap();
         assert!(!name.starts_with("wasmrpc-http"), "served on {name}");
         server.abort();
+    }
+
+    /// A server with two connection threads, answering `GET /` with the name of the thread
+    /// that handled it, until `shutdown`; its address and task.
+    async fn serve_thread_names(
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> (
+        std::net::SocketAddr,
+        tokio::task::JoinHandle<std::io::Result<()>>,
+    ) {
+        let app = axum::Router::new().route(
+            "/",
+            axum::routing::get(|| async {
+                std::thread::current().name().unwrap_or("?").to_owned()
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let options = ServeOptions {
+            connection_threads: 2,
+            drain_timeout: Duration::from_secs(5),
+            ..ServeOptions::default()
+        };
+        let server = tokio::spawn(serve_connections(listener, app, shutdown, options));
+        (address, server)
     }
 
     /// One keep-alive request on `stream`; the answer's body.

@@ -21,6 +21,7 @@ use std::time::Instant;
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, Uri};
 use axum::response::Response;
+use tokio::task::futures::TaskLocalFuture;
 use tracing::Instrument as _;
 use tracing::instrument::Instrumented;
 
@@ -151,7 +152,7 @@ where
 {
     type Response = Response;
     type Error = S::Error;
-    type Future = Logged<S::Future>;
+    type Future = TaskLocalFuture<RequestContext, Timed<Instrumented<S::Future>>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
@@ -182,27 +183,7 @@ where
         };
         let started = tracing::enabled!(tracing::Level::DEBUG).then(Instant::now);
         let inner = self.inner.call(req).instrument(span);
-        Logged {
-            inner: REQUEST.scope(context, Timed { inner, started }),
-        }
-    }
-}
-
-/// A request's response future, polled with its context.
-#[pin_project::pin_project]
-pub struct Logged<F> {
-    #[pin]
-    inner: tokio::task::futures::TaskLocalFuture<RequestContext, Timed<Instrumented<F>>>,
-}
-
-impl<F, E> Future for Logged<F>
-where
-    F: Future<Output = Result<Response, E>>,
-{
-    type Output = Result<Response, E>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().inner.poll(cx)
+        REQUEST.scope(context, Timed { inner, started })
     }
 }
 
