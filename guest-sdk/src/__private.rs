@@ -139,18 +139,37 @@ pub fn dispatch(
 }
 
 /// Called as each export is entered. On `wasm32-unknown-unknown` there is no stderr, so Rust's
-/// own panic hook prints nothing: send the panic's message and place to the host's log instead,
-/// where the host's error report for the failed call picks it up (as it does a `wasm32-wasip2`
-/// guest's stderr). Elsewhere it does nothing.
+/// own panic hook prints nothing: send the panic's message and place to the host instead, where
+/// the host's error report for the failed call picks it up (as it does a `wasm32-wasip2` guest's
+/// stderr). Elsewhere it does nothing.
 pub fn report_panics_to_the_log() {
     #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
     {
         use std::sync::atomic::{AtomicBool, Ordering};
         static SET: AtomicBool = AtomicBool::new(false);
         if !SET.swap(true, Ordering::Relaxed) {
-            std::panic::set_hook(Box::new(|info| crate::log::error(info.to_string())));
+            std::panic::set_hook(Box::new(|info| {
+                let message = format!("{info}\n");
+                for (bytes, count) in eight_at_a_time(message.as_bytes()) {
+                    crate::panic_bindings::wasmrpc::panic::report::message_bytes(bytes, count);
+                }
+            }));
         }
     }
+}
+
+/// `bytes` in pieces of eight, each as a little-endian integer and the number of bytes in it: the
+/// panic channel takes integers, not a string (see `wit/panic/report.wit` for why).
+#[cfg_attr(
+    not(all(target_arch = "wasm32", target_os = "unknown")),
+    allow(dead_code)
+)]
+fn eight_at_a_time(bytes: &[u8]) -> impl Iterator<Item = (u64, u8)> + '_ {
+    bytes.chunks(8).map(|chunk| {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        (u64::from_le_bytes(word), chunk.len() as u8)
+    })
 }
 
 /// Panics (at compile time, in a const) if two names are equal.
@@ -195,6 +214,19 @@ mod tests {
     fn message(err: WitError) -> (String, String) {
         let err = Error::from(err);
         (err.code().to_owned(), err.message().to_owned())
+    }
+
+    #[test]
+    fn a_panic_message_travels_in_little_endian_pieces_of_eight() {
+        let pieces: Vec<(u64, u8)> = eight_at_a_time(b"panicked at x\n").collect();
+        assert_eq!(
+            pieces,
+            vec![
+                (u64::from_le_bytes(*b"panicked"), 8),
+                (u64::from_le_bytes(*b" at x\n\0\0"), 6)
+            ]
+        );
+        assert_eq!(eight_at_a_time(b"").count(), 0);
     }
 
     #[test]

@@ -51,8 +51,9 @@
 //! `wasmrpc build -p <crate>` builds the same crate for `wasm32-unknown-unknown` and wraps it into
 //! a component that imports no WASI at all, cheaper to instantiate for every call. On that target
 //! this crate brings the global allocator (feature `heap`, on by default: a heap made for one call
-//! per instance) and sends panic messages to the host's log, since there is no stderr
-//! (docs/writing-functions.md, "Without WASI").
+//! per instance) and sends panic messages to the host (`wit/panic/report.wit`), since there is no
+//! stderr (docs/writing-functions.md, "Without WASI"). A component built so that does not call
+//! [`log`] imports nothing at all.
 //!
 //! On other targets [`export!`] defines no component exports, so the same crate builds natively
 //! for `cargo test`.
@@ -148,6 +149,19 @@ pub mod bindings {
         world: "tensor-function",
         pub_export_macro: true,
         default_bindings_module: "::wasmrpc_guest::bindings",
+        runtime_path: "::wasmrpc_guest::__private::wit_bindgen::rt",
+    });
+}
+
+/// The bindings generated from `wit/panic/report.wit`, the panic hook's channel to the host. Not
+/// part of the API.
+#[doc(hidden)]
+#[allow(clippy::all, missing_docs)]
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+pub mod panic_bindings {
+    wit_bindgen::generate!({
+        path: "../wit/panic",
+        world: "report-panics",
         runtime_path: "::wasmrpc_guest::__private::wit_bindgen::rt",
     });
 }

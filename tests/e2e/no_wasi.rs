@@ -9,6 +9,20 @@ use serde_json::json;
 use crate::support::guests::{NO_WASI_PACKAGES, guest_without_wasi, guest_without_wasi_path};
 use crate::support::{Http, TestServer, guest, outputs, run_wasmrpc, scalar_f32, tensor};
 
+/// How many core modules a component holds: one for a guest whose imports take no string or
+/// list, else also wit-component's shim and fixup modules, which every call instantiates too.
+fn core_modules(bytes: &[u8]) -> usize {
+    wasmparser::Parser::new(0)
+        .parse_all(bytes)
+        .filter(|p| {
+            matches!(
+                p.as_ref().expect("a valid component"),
+                wasmparser::Payload::ModuleSection { .. }
+            )
+        })
+        .count()
+}
+
 /// The names a component imports (not those of components nested in it).
 fn component_imports(bytes: &[u8]) -> Vec<String> {
     use wasmparser::Payload;
@@ -46,9 +60,12 @@ fn wasmrpc_build_writes_components_that_import_no_wasi() {
             "{}",
             path.display()
         );
-        let imports = component_imports(&guest_without_wasi(package));
+        let component = guest_without_wasi(package);
+        let imports = component_imports(&component);
         assert!(
-            imports.iter().all(|i| i.starts_with("wasmrpc:tensor/")),
+            imports
+                .iter()
+                .all(|i| i.starts_with("wasmrpc:tensor/") || i.starts_with("wasmrpc:panic/")),
             "{package} imports {imports:?}"
         );
         assert!(
@@ -56,6 +73,12 @@ fn wasmrpc_build_writes_components_that_import_no_wasi() {
                 .iter()
                 .any(|i| i.starts_with("wasmrpc:tensor/types"))
         );
+        // The panic hook's channel takes integers, so a guest that does not log needs no shim.
+        let logs = imports.iter().any(|i| i.starts_with("wasmrpc:tensor/log"));
+        assert_eq!(package == "guest-hostile", logs, "{package} imports {imports:?}");
+        if !logs {
+            assert_eq!(core_modules(&component), 1, "{package}");
+        }
     }
     // The wasip2 build of the same crate, for contrast: it does import WASI.
     assert!(

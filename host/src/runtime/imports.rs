@@ -1,7 +1,8 @@
 //! The import allow-list: what a component may ask the host for.
 //!
 //! A component is refused at upload if it imports anything else, naming the import. What is
-//! allowed gives no authority: the tensor package's own interfaces, and the WASI interfaces a Rust
+//! allowed gives no authority: the tensor package's own interfaces, the SDK's panic report
+//! (`wit/panic/report.wit`), and the WASI interfaces a Rust
 //! `wasm32-wasip2` guest links against for its panic and allocation-failure messages, backed by an
 //! empty sandbox (no environment, no arguments, empty stdin, captured stdout and stderr).
 
@@ -9,6 +10,8 @@
 pub const ALLOWED_IMPORTS: &[&str] = &[
     "wasmrpc:tensor/types",
     "wasmrpc:tensor/log",
+    // How the SDK's panic hook reports its message (`wit/panic/report.wit`).
+    "wasmrpc:panic/report",
     "wasi:io/error",
     "wasi:io/poll",
     "wasi:io/streams",
@@ -42,6 +45,7 @@ mod tests {
     fn versions_do_not_matter_but_interfaces_do() {
         assert!(is_allowed("wasi:io/streams@0.2.6"));
         assert!(is_allowed("wasmrpc:tensor/log@0.1.0"));
+        assert!(is_allowed(crate::runtime::sandbox::PANIC_REPORT));
         assert!(!is_allowed("wasi:filesystem/preopens@0.2.6"));
         assert!(!is_allowed("wasi:sockets/tcp@0.2.0"));
         assert!(!is_allowed("wasi:http/outgoing-handler@0.2.0"));

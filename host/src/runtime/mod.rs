@@ -142,6 +142,8 @@ impl Runtime {
             |s| s,
         )
         .map_err(|e| anyhow::anyhow!("linking the log interface: {e:?}"))?;
+        sandbox::link_panic_report(&mut linker)
+            .map_err(|e| anyhow::anyhow!("linking the panic report interface: {e:?}"))?;
         let artifacts = match &config.artifact_cache {
             None => None,
             Some(dir) => Some(ArtifactCache::open(dir, &engine).map_err(|e| {
