@@ -75,7 +75,11 @@ fn wasmrpc_build_writes_components_that_import_no_wasi() {
         );
         // The panic hook's channel takes integers, so a guest that does not log needs no shim.
         let logs = imports.iter().any(|i| i.starts_with("wasmrpc:tensor/log"));
-        assert_eq!(package == "guest-hostile", logs, "{package} imports {imports:?}");
+        assert_eq!(
+            package == "guest-hostile",
+            logs,
+            "{package} imports {imports:?}"
+        );
         if !logs {
             assert_eq!(core_modules(&component), 1, "{package}");
         }

@@ -44,18 +44,18 @@ pub async fn run_call(
         .config()
         .deadline_for(timeout)
         .min(Duration::from_millis(caller.quota.max_deadline_ms));
-    Ok(cluster
-        .calls()
-        .call(
-            &state.service,
-            caller,
-            &Target::parse(worker),
-            name,
-            version,
-            args,
-            deadline,
-        )
-        .await?)
+    // Boxed: the cluster's call future is large, and inline it would make every local call's
+    // future as large, copied at each move.
+    Ok(Box::pin(cluster.calls().call(
+        &state.service,
+        caller,
+        &Target::parse(worker),
+        name,
+        version,
+        args,
+        deadline,
+    ))
+    .await?)
 }
 
 /// The body of `GET /v1/cluster/workers`.

@@ -32,7 +32,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -174,18 +174,23 @@ impl Lanes {
     }
 
     /// Run `call` where `placement` says: its first turn here if it may, the rest (or all of
-    /// it) on its lane. Dropping the returned future stops the call wherever it is.
+    /// it) on its lane. Dropping the returned future stops the call wherever it is. The call
+    /// comes boxed (it goes to the lane so if it does not finish at once), which keeps this
+    /// future, and every future awaiting it, small.
     ///
     /// # Errors
     /// The lane could not start, or the call's task there was stopped or panicked.
-    pub async fn run<F>(&self, placement: Placement, call: F) -> Result<F::Output, LaneFailure>
+    pub async fn run<F>(
+        &self,
+        placement: Placement,
+        mut call: Pin<Box<F>>,
+    ) -> Result<F::Output, LaneFailure>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
         // An HTTP worker of `wasmrpc serve` takes the answering side of a split CPU set.
         self.reserve.follow_if_answering();
-        let mut call = Box::pin(call);
         if placement.inline_first_turn {
             // One poll: a guest that yields at its first epoch tick is a slow call.
             let turn = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx)));
@@ -222,7 +227,7 @@ impl Lanes {
     fn spawn_pinned<F>(
         &self,
         lane: usize,
-        call: std::pin::Pin<Box<F>>,
+        call: Pin<Box<F>>,
     ) -> std::io::Result<AbortOnDrop<F::Output>>
     where
         F: Future + Send + 'static,
@@ -392,16 +397,19 @@ mod tests {
                 inline_first_turn: true,
             };
             let quick = lanes
-                .run(inline, async move { std::thread::current().id() })
+                .run(inline, Box::pin(async move { std::thread::current().id() }))
                 .await
                 .unwrap();
             assert_eq!(quick, here, "a call done in its first turn ran inline");
             let slow = lanes
-                .run(inline, async move {
-                    let first = thread_name();
-                    tokio::task::yield_now().await; // as a guest does at an epoch tick
-                    (first, thread_name())
-                })
+                .run(
+                    inline,
+                    Box::pin(async move {
+                        let first = thread_name();
+                        tokio::task::yield_now().await; // as a guest does at an epoch tick
+                        (first, thread_name())
+                    }),
+                )
                 .await
                 .unwrap();
             assert_ne!(
@@ -418,7 +426,9 @@ mod tests {
                 lane: 1,
                 inline_first_turn: false,
             };
-            let name = lanes.run(contended, async move { thread_name() }).await;
+            let name = lanes
+                .run(contended, Box::pin(async move { thread_name() }))
+                .await;
             assert_eq!(name.unwrap().as_deref(), Some("wasmrpc-lane1"));
         });
     }

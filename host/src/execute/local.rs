@@ -57,9 +57,10 @@ impl Executor for LocalExecutor {
             .admit(tenant, limits.share, limits.deadline)
             .await?;
         let placement = self.lanes.place(tenant, self.admission.running_of(tenant));
+
         let runtime = self.runtime.clone();
         let export = registration.export.clone();
-        let call = async move {
+        let call = Box::pin(async move {
             // The slot goes with the guest: a call abandoned by its client (this future dropped
             // on its lane at the guest's next epoch tick, not at once) keeps it until its instance
             // is gone, so the instance pool never holds more than the admitted calls.
@@ -74,7 +75,7 @@ impl Executor for LocalExecutor {
                     limits.memory,
                 )
                 .await
-        };
+        });
         match self.lanes.run(placement, call).await {
             Ok(result) => Ok(result?),
             Err(LaneFailure::Start(e)) => Err(ServiceError::Unavailable(format!(

@@ -135,12 +135,21 @@ impl ModuleCache {
         digest: &Digest,
         tenant: &TenantId,
     ) -> Result<Arc<Module>, ServiceError> {
-        if let Some(slot) = self.cached(digest) {
-            return match slot {
-                Slot::Ready(m) => Ok(m),
-                Slot::Unavailable(why) => Err(ServiceError::Unavailable(why)),
-            };
+        match self.cached(digest) {
+            Some(Slot::Ready(m)) => Ok(m),
+            Some(Slot::Unavailable(why)) => Err(ServiceError::Unavailable(why)),
+            // Boxed: loading (a store read and a compile) is rare and its future large, and
+            // inline it would make the future of every call that large, copied at each move.
+            None => Box::pin(self.load_stored(digest, tenant)).await,
         }
+    }
+
+    /// [`ModuleCache::get`] of a component that is not in the cache yet.
+    async fn load_stored(
+        &self,
+        digest: &Digest,
+        tenant: &TenantId,
+    ) -> Result<Arc<Module>, ServiceError> {
         let slot = match self.registry.blob(*digest).await {
             Ok(bytes) => match self.load(Arc::new(bytes), tenant).await {
                 Ok(m) => Slot::Ready(m),
