@@ -62,6 +62,9 @@ impl ConnectionThreads {
                     }
                     let mut builder = tokio::runtime::Builder::new_current_thread();
                     builder.enable_all();
+                    // A finished call's store is reset once the thread has nothing left to
+                    // do, after the answer is out (`runtime/retire.rs`).
+                    builder.on_thread_park(crate::runtime::retire::on_thread_park);
                     if let Some(on_unpark) = hooks.on_unpark {
                         builder.on_thread_unpark(move || on_unpark());
                     }

@@ -56,6 +56,9 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
             crate::execute::Reserve::mark_answering_thread();
         })
         .on_thread_unpark(crate::execute::Reserve::follow_on_this_thread)
+        // A finished call's store is reset once the worker has nothing left to do, after the
+        // answer is out (`runtime/retire.rs`).
+        .on_thread_park(crate::runtime::retire::on_thread_park)
         .build()
         .context("starting the async runtime")?;
     // The server runs as a task, so that the accept loop too runs on an HTTP worker (which

@@ -63,7 +63,8 @@ impl Executor for LocalExecutor {
         let call = Box::pin(async move {
             // The slot goes with the guest: a call abandoned by its client (this future dropped
             // on its lane at the guest's next epoch tick, not at once) keeps it until its instance
-            // is gone, so the instance pool never holds more than the admitted calls.
+            // is gone, so the instance pool never holds more than the admitted calls, besides
+            // the finished calls' stores of `runtime/retire.rs`, which have slots of their own.
             let _slot = slot;
             runtime
                 .call(

@@ -71,10 +71,11 @@ pub fn engine_config(config: &RuntimeConfig) -> Config {
     c
 }
 
-/// Component instances the pool holds: one for every running call, plus a few for
-/// registrations' `signatures()` calls.
+/// Component instances the pool holds: one for every running call, a few for registrations'
+/// `signatures()` calls, and one for each store of a finished call not yet reset
+/// (`runtime/retire.rs`).
 fn pool_instances(config: &RuntimeConfig) -> u32 {
-    config.max_concurrent_calls as u32 + 4
+    config.max_concurrent_calls as u32 + 4 + super::retire::SHELVED_AT_MOST as u32
 }
 
 /// The fewest bytes the pool of linear memories reserves: every memory of every instance at

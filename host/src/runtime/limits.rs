@@ -44,7 +44,6 @@ impl CallLimiter {
     }
 
     /// Bytes of linear memory the instance holds now.
-    #[cfg(test)]
     pub fn memory_used(&self) -> usize {
         self.memory_used
     }

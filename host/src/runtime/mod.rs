@@ -21,6 +21,7 @@ mod huge_pages;
 pub mod imports;
 pub mod limits;
 mod outputs;
+pub(crate) mod retire;
 mod sandbox;
 mod validate;
 
@@ -366,6 +367,25 @@ impl Runtime {
     ) -> Result<Vec<Tensor>, GuestFailure> {
         let memory = memory.min(self.config.memory_per_call);
         let (mut store, log) = self.new_store(deadline.saturating_sub(started.elapsed()), memory);
+        let result = self
+            .call_in(&mut store, &log, module, method, args, deadline)
+            .await;
+        // Reset after the answer is out where this thread can (`runtime/retire.rs`).
+        let small = store.data().limiter.memory_used() <= self.config.pool_keep_resident_bytes;
+        retire::shelve(store, small);
+        result
+    }
+
+    /// [`Runtime::call`] in `store`, whose output goes to `log`.
+    async fn call_in(
+        &self,
+        store: &mut Store<CallState>,
+        log: &guest_log::GuestLog,
+        module: &Module,
+        method: &str,
+        args: Vec<Tensor>,
+        deadline: Duration,
+    ) -> Result<Vec<Tensor>, GuestFailure> {
         let wit_args: Vec<_> = args.iter().map(convert::tensor_to_wit).collect();
         let result = async {
             // The instance without the generated bindings' per-instance lookups and type checks,
@@ -373,10 +393,10 @@ impl Runtime {
             let instance = module
                 .pre
                 .instance_pre()
-                .instantiate_async(&mut store)
+                .instantiate_async(&mut *store)
                 .await?;
-            let call = module.call.get(&instance, &mut store)?;
-            let (outputs,) = call.call_async(&mut store, (method, &wit_args)).await?;
+            let call = module.call.get(&instance, &mut *store)?;
+            let (outputs,) = call.call_async(&mut *store, (method, &wit_args)).await?;
             Ok(outputs)
         }
         .await;
@@ -394,7 +414,7 @@ impl Runtime {
                 let (code, message) = convert::guest_error(guest_error);
                 return Err(GuestFailure::Guest { code, message });
             }
-            Err(e) => return Err(self.classify(e, &store, deadline)),
+            Err(e) => return Err(self.classify(e, store, deadline)),
         };
         self.check_outputs(module, method, outputs)
     }
