@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use wasmrpc_proto::json::{self, CallRequestError};
@@ -118,13 +118,14 @@ pub async fn call(
     Tenant(caller): Tenant,
     MethodName(name): MethodName,
     ApiQuery(query): ApiQuery<CallQuery>,
-    headers: HeaderMap,
-    body: Body,
+    // The request itself rather than a `HeaderMap`, which axum would clone for every call.
+    request: Request,
 ) -> Result<Response, ApiError> {
     if query.worker.is_some() && state.cluster.is_none() {
         return Err(super::cluster::not_in_a_cluster());
     }
-    let bytes = read_call_body(&state.limits, &headers, body).await?;
+    let (parts, body) = request.into_parts();
+    let bytes = read_call_body(&state.limits, &parts.headers, body).await?;
     // One pass over the body: each argument goes straight into its tensor. A body that is not a
     // call request is refused before the method is looked up; a bad argument after, so that its
     // message can name the argument.

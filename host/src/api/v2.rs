@@ -164,9 +164,11 @@ async fn infer(
     Tenant(caller): Tenant,
     Path(model): Path<ModelPath>,
     RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Body,
+    // The request itself rather than a `HeaderMap`, which axum would clone for every call.
+    request: Request,
 ) -> Result<Response, ApiError> {
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
     let version = model.version()?;
     // `?worker=W|any` runs the call on a worker of the cluster (wasmrpc's extension; other
     // query parameters are ignored, as before).
@@ -174,8 +176,8 @@ async fn infer(
     if worker.is_some() && state.cluster.is_none() {
         return Err(super::cluster::not_in_a_cluster());
     }
-    let header_length = inference_header_length(&headers)?;
-    let bytes = read_call_body(&state.limits, &headers, body).await?;
+    let header_length = inference_header_length(headers)?;
+    let bytes = read_call_body(&state.limits, headers, body).await?;
     // Binary inputs keep slices of `bytes` alive; nothing else of the body is kept.
     let decoded = kserve::decode_infer_request(&bytes, header_length);
     drop(bytes);
