@@ -595,6 +595,9 @@ fn main() {
     let linalg = guests::guest("example-linalg");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // As `wasmrpc serve`'s HTTP workers do: a finished call's store is reset after its
+        // answer, when the worker parks (`runtime/retire.rs`).
+        .on_thread_park(wasmrpc_host::internals::on_thread_park)
         .build()
         .unwrap();
     println!(

@@ -49,6 +49,7 @@ pub mod internals {
     pub use crate::allocator::Allocator;
     pub use crate::cluster::NatsRegistry;
     pub use crate::registry::{NewRegistration, RegistrationLimits, Registry};
+    pub use crate::runtime::retire::on_thread_park;
     pub use crate::runtime::{Runtime, RuntimeConfig};
     pub use crate::tenancy::TenantId;
 }

@@ -21,7 +21,7 @@ mod huge_pages;
 pub mod imports;
 pub mod limits;
 mod outputs;
-pub(crate) mod retire;
+pub mod retire;
 mod sandbox;
 mod validate;
 
