@@ -8,12 +8,19 @@
 #   WRK_SECONDS=30 WRK_ROUNDS=5 bash host/benches/wrk.sh
 #   WRK_GUEST=wasip2 bash host/benches/wrk.sh   # `add` built for wasm32-wasip2, not with
 #                                               # `wasmrpc build` (no WASI imports, the default)
+#   WRK_AGAINST=/tmp/wasmrpc-old bash host/benches/wrk.sh
+#       # also another build of the `wasmrpc` binary (an older commit's, say), in the same
+#       # alternating rounds: a before/after of a change, each side beside the same baseline
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 seconds=${WRK_SECONDS:-10}
 rounds=${WRK_ROUNDS:-3}
 guest=${WRK_GUEST:-nowasi}
+against=${WRK_AGAINST:-}
+if [ -n "$against" ] && [ ! -x "$against" ]; then
+    echo "WRK_AGAINST=$against is not an executable wasmrpc binary" >&2; exit 2
+fi
 
 if ! command -v wrk >/dev/null; then
     echo "installing wrk from Debian's packages" >&2
@@ -62,6 +69,12 @@ baseline_pid=${pids[-1]}
 wasmrpc_addr=$(address_in "$work/wasmrpc.log")
 baseline_addr=$(address_in "$work/baseline.log")
 WASMRPC_SERVER="http://$wasmrpc_addr" target/release/wasmrpc deploy add "$component" --export add >&2
+if [ -n "$against" ]; then
+    start "$work/against.log" "$against" serve --listen 127.0.0.1:0 --data-dir "$work/against-data"
+    against_pid=${pids[-1]}
+    against_addr=$(address_in "$work/against.log")
+    WASMRPC_SERVER="http://$against_addr" target/release/wasmrpc deploy add "$component" --export add >&2
+fi
 
 cat > "$work/add.lua" <<'LUA'
 wrk.method = "POST"
@@ -96,12 +109,19 @@ latency() {
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 w_rps=(); b_rps=(); w_cpu=(); b_cpu=(); w_p50=(); b_p50=(); w_p99=(); b_p99=()
+a_rps=(); a_cpu=(); a_p50=(); a_p99=()
 for round in $(seq 1 "$rounds"); do
     echo "round $round of $rounds" >&2
     read -r rps cpu < <(throughput "$wasmrpc_addr" "$wasmrpc_pid"); w_rps+=("$rps"); w_cpu+=("$cpu")
     read -r rps cpu < <(throughput "$baseline_addr" "$baseline_pid"); b_rps+=("$rps"); b_cpu+=("$cpu")
+    if [ -n "$against" ]; then
+        read -r rps cpu < <(throughput "$against_addr" "$against_pid"); a_rps+=("$rps"); a_cpu+=("$cpu")
+    fi
     read -r p50 p99 < <(latency "$wasmrpc_addr"); w_p50+=("$p50"); w_p99+=("$p99")
     read -r p50 p99 < <(latency "$baseline_addr"); b_p50+=("$p50"); b_p99+=("$p99")
+    if [ -n "$against" ]; then
+        read -r p50 p99 < <(latency "$against_addr"); a_p50+=("$p50"); a_p99+=("$p99")
+    fi
 done
 
 wr=$(printf '%s\n' "${w_rps[@]}" | median); br=$(printf '%s\n' "${b_rps[@]}" | median)
@@ -122,3 +142,15 @@ awk -v wr="$wr" -v br="$br" -v w50="$w50" -v b50="$b50" -v w99="$w99" 'BEGIN {
         sprintf("%.0f / %.0f us = %.2f", w99, w50, w99 / w50), "<= 2", w99 / w50 <= 2)
 }
 function row(name, value, target, ok) { printf "%-52s %-34s %-9s %s\n", name, value, target, ok ? "pass" : "FAIL" }'
+if [ -n "$against" ]; then
+    ar=$(printf '%s\n' "${a_rps[@]}" | median); ac=$(printf '%s\n' "${a_cpu[@]}" | median)
+    a50=$(printf '%s\n' "${a_p50[@]}" | median); a99=$(printf '%s\n' "${a_p99[@]}" | median)
+    echo
+    echo "the same rounds, each build (medians; per-round values in order):"
+    printf '%-10s %8s req/s (%s)  %5s us CPU a request  p50 %4s us (%s)  p99 %4s us\n' \
+        "this" "$wr" "${w_rps[*]}" "$wc" "$w50" "${w_p50[*]}" "$w99"
+    printf '%-10s %8s req/s (%s)  %5s us CPU a request  p50 %4s us (%s)  p99 %4s us\n' \
+        "against" "$ar" "${a_rps[*]}" "$ac" "$a50" "${a_p50[*]}" "$a99"
+    printf '%-10s %8s req/s (%s)  %5s us CPU a request  p50 %4s us (%s)\n' \
+        "baseline" "$br" "${b_rps[*]}" "$bc" "$b50" "${b_p50[*]}"
+fi
