@@ -124,7 +124,7 @@ pub fn dispatch(
     args: Vec<WitTensor>,
     methods: &[(&str, CallFn)],
 ) -> Result<Vec<WitTensor>, WitError> {
-    report_panics_to_the_log();
+    report_panics_to_the_host();
     match methods.iter().find(|(n, _)| *n == name) {
         Some((_, call)) => call(args),
         None => {
@@ -142,7 +142,7 @@ pub fn dispatch(
 /// own panic hook prints nothing: send the panic's message and place to the host instead, where
 /// the host's error report for the failed call picks it up (as it does a `wasm32-wasip2` guest's
 /// stderr). Elsewhere it does nothing.
-pub fn report_panics_to_the_log() {
+pub fn report_panics_to_the_host() {
     #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
     {
         use std::sync::atomic::{AtomicBool, Ordering};

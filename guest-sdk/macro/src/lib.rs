@@ -615,7 +615,7 @@ fn expand_export(paths: Punctuated<Path, Token![,]>, span: Span) -> syn::Result<
 
         impl ::wasmrpc_guest::__private::Guest for __WasmrpcComponent {
             fn signatures() -> ::std::vec::Vec<::wasmrpc_guest::__private::WitMethodSignature> {
-                ::wasmrpc_guest::__private::report_panics_to_the_log();
+                ::wasmrpc_guest::__private::report_panics_to_the_host();
                 ::std::vec![#(<#structs as #method>::signature()),*]
             }
 

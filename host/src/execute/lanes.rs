@@ -175,8 +175,8 @@ impl Lanes {
 
     /// Run `call` where `placement` says: its first turn here if it may, the rest (or all of
     /// it) on its lane. Dropping the returned future stops the call wherever it is. The call
-    /// comes boxed (it goes to the lane so if it does not finish at once), which keeps this
-    /// future, and every future awaiting it, small.
+    /// comes boxed, as it must be to move to a lane when its first turn does not finish it; so
+    /// this future, and every future awaiting it, stays small.
     ///
     /// # Errors
     /// The lane could not start, or the call's task there was stopped or panicked.

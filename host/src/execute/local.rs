@@ -57,7 +57,6 @@ impl Executor for LocalExecutor {
             .admit(tenant, limits.share, limits.deadline)
             .await?;
         let placement = self.lanes.place(tenant, self.admission.running_of(tenant));
-
         let runtime = self.runtime.clone();
         let export = registration.export.clone();
         let call = Box::pin(async move {

@@ -8,7 +8,7 @@
 //! shelf, and drops it when it runs out of work and is about to sleep, or when its next call
 //! shelves its own store: so with one client the reset happens while the client reads the
 //! answer, and under load it costs what it did before. Figures in docs/benchmarks.md ("A
-//! finished call's store is dropped after its answer").
+//! call's own costs, and its reset after the answer").
 //!
 //! Nothing is kept that could leak: the instance's memory is still reset before its slot serves
 //! another call, since the slot is not free until the store is dropped. What a shelved store
