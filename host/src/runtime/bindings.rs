@@ -1,4 +1,5 @@
-//! Generated bindings for the `wasmrpc:tensor` world; private to the runtime.
+//! Generated bindings for the `wasmrpc:tensor` world and the SDK's panic channel
+//! (`wasmrpc:panic`); private to the runtime.
 //!
 //! Exports are async so that a guest can be paused at every epoch tick (see `Runtime::new_store` in `mod.rs`); the log
 //! import is a plain synchronous host function.
@@ -16,3 +17,13 @@ pub use wasmrpc::tensor::log::Level;
 pub use wasmrpc::tensor::types::{
     Dtype, Error as GuestError, MethodSignature, TensorParam, TensorSpec,
 };
+
+/// `wit/panic/report.wit`: how the SDK's panic hook sends its message, in integers.
+pub mod panic {
+    wasmtime::component::bindgen!({
+        path: "../wit/panic",
+        world: "report-panics",
+    });
+
+    pub use wasmrpc::panic::report;
+}

@@ -45,7 +45,7 @@ mod tests {
     fn versions_do_not_matter_but_interfaces_do() {
         assert!(is_allowed("wasi:io/streams@0.2.6"));
         assert!(is_allowed("wasmrpc:tensor/log@0.1.0"));
-        assert!(is_allowed(crate::runtime::sandbox::PANIC_REPORT));
+        assert!(is_allowed("wasmrpc:panic/report@0.1.0"));
         assert!(!is_allowed("wasi:filesystem/preopens@0.2.6"));
         assert!(!is_allowed("wasi:sockets/tcp@0.2.0"));
         assert!(!is_allowed("wasi:http/outgoing-handler@0.2.0"));

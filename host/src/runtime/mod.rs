@@ -143,8 +143,11 @@ impl Runtime {
             |s| s,
         )
         .map_err(|e| anyhow::anyhow!("linking the log interface: {e:?}"))?;
-        sandbox::link_panic_report(&mut linker)
-            .map_err(|e| anyhow::anyhow!("linking the panic report interface: {e:?}"))?;
+        bindings::panic::report::add_to_linker::<CallState, wasmtime::component::HasSelf<_>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| anyhow::anyhow!("linking the panic report interface: {e:?}"))?;
         let artifacts = match &config.artifact_cache {
             None => None,
             Some(dir) => Some(ArtifactCache::open(dir, &engine).map_err(|e| {

@@ -5,10 +5,10 @@
 //! `wasm32-wasip2` guest only writes to stderr when it panics, and a guest built with
 //! `wasmrpc build` imports no WASI at all), and making one costs about half a microsecond.
 
-use wasmtime::StoreContextMut;
-use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use super::bindings::panic::report;
 use super::bindings::{Level, wasmrpc::tensor::log};
 use super::guest_log::GuestLog;
 use super::limits::CallLimiter;
@@ -72,28 +72,14 @@ impl log::Host for CallState {
     }
 }
 
-/// The instance `wasmrpc:panic/report` of `wit/panic/report.wit`, with its version.
-pub const PANIC_REPORT: &str = "wasmrpc:panic/report@0.1.0";
-
-/// Give guests `wasmrpc:panic/report`: the SDK's panic hook sends its message through it in
-/// integers (the WIT file says why), and the bytes join the call's captured output.
-///
-/// # Errors
-/// The linker already defines the interface.
-pub fn link_panic_report(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    linker.instance(PANIC_REPORT)?.func_wrap(
-        "message-bytes",
-        |store: StoreContextMut<'_, CallState>, (bytes, count): (u64, u8)| {
-            append_message_bytes(&store.data().log, bytes, count);
-            Ok(())
-        },
-    )
-}
-
-/// The first `count` bytes of `bytes`, lowest first, onto `log`; a `count` past 8 means 8.
-fn append_message_bytes(log: &GuestLog, bytes: u64, count: u8) {
-    let count = usize::from(count).min(8);
-    log.append(&bytes.to_le_bytes()[..count]);
+/// The SDK's panic hook sends its message through `wasmrpc:panic/report` in integers (the WIT
+/// file says why); the bytes join the call's captured output.
+impl report::Host for CallState {
+    /// The first `count` bytes of `bytes`, lowest first; a `count` past 8 means 8.
+    fn message_bytes(&mut self, bytes: u64, count: u8) {
+        let count = usize::from(count).min(8);
+        self.log.append(&bytes.to_le_bytes()[..count]);
+    }
 }
 
 #[cfg(test)]
@@ -102,11 +88,13 @@ mod tests {
 
     #[test]
     fn panic_message_bytes_are_appended_lowest_first_at_most_eight_at_a_time() {
-        let log = GuestLog::new(1024);
-        append_message_bytes(&log, u64::from_le_bytes(*b"panicked"), 8);
-        append_message_bytes(&log, u64::from_le_bytes(*b" at\n\0\0\0\0"), 4);
-        append_message_bytes(&log, u64::from_le_bytes(*b"12345678"), 255);
-        append_message_bytes(&log, u64::from_le_bytes(*b"ignored!"), 0);
-        assert_eq!(log.contents().0, "panicked at\n12345678");
+        let limiter = CallLimiter::new(1 << 20, 10, 1, 1, 1);
+        let mut state = CallState::new(limiter, 1024);
+        use report::Host as _;
+        state.message_bytes(u64::from_le_bytes(*b"panicked"), 8);
+        state.message_bytes(u64::from_le_bytes(*b" at\n\0\0\0\0"), 4);
+        state.message_bytes(u64::from_le_bytes(*b"12345678"), 255);
+        state.message_bytes(u64::from_le_bytes(*b"ignored!"), 0);
+        assert_eq!(state.log.contents().0, "panicked at\n12345678");
     }
 }
