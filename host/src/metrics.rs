@@ -239,6 +239,13 @@ impl Metrics {
                 label(client)
             );
         }
+        out.push_str("# HELP wasmrpc_calls_in_instances_made_ahead_total Calls in this process that started in an instance made while their thread was idle.\n");
+        out.push_str("# TYPE wasmrpc_calls_in_instances_made_ahead_total counter\n");
+        let _ = writeln!(
+            out,
+            "wasmrpc_calls_in_instances_made_ahead_total {}",
+            crate::runtime::calls_in_ready_instances()
+        );
         out
     }
 }

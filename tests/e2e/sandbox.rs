@@ -4,7 +4,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use wasmrpc_client::{Tensor, blocking};
+
 use crate::support::{Http, TestServer, outputs, register, scalar_f32};
+
+/// What a debug build on a loaded 2-core machine may add to an answer's time.
+const SLACK: Duration = Duration::from_millis(1000);
 
 /// A server with small limits so the bombs go off quickly.
 fn hostile_server() -> TestServer {
@@ -243,6 +248,66 @@ fn a_log_flood_is_capped_and_the_call_still_succeeds() {
 #[test]
 fn a_fresh_instance_never_sees_a_previous_calls_memory() {
     assert_no_marker_survives(&hostile_server());
+}
+
+/// A connection that keeps calling one component gets the instance for its next call made while
+/// the server waits for it (`runtime/ahead.rs`): such an instance has seen no call, and takes
+/// the limits of the call that uses it. `hostile` (the guest's `echo`), `write_marker`,
+/// `scan_marker` and `spin` are one component. Only calls that end on the thread that answers
+/// leave an instance made ahead behind (a call still running at an epoch tick moves to its
+/// lane), so two quick `hostile` calls come before each call that should take one.
+#[test]
+fn instances_made_ahead_are_fresh_and_take_their_calls_limits() {
+    let server = hostile_server();
+    // One keep-alive connection, so the calls reach the same server threads.
+    let client =
+        blocking::Client::create("http", &server.url, "ahead", Duration::from_secs(30)).unwrap();
+    let call = |name: &str, arg: f32, timeout: Duration| {
+        client
+            .method(name)
+            .unwrap()
+            .call_with_timeout(vec![Tensor::scalar(arg)], timeout)
+    };
+    let made_ahead = || {
+        let text = String::from_utf8(server.http().get("/metrics").body).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("wasmrpc_calls_in_instances_made_ahead_total "))
+            .unwrap_or_else(|| panic!("no made-ahead count in {text}"));
+        line.rsplit(' ').next().unwrap().parse::<u64>().unwrap()
+    };
+    let long = Duration::from_secs(30);
+    let quick_twice = || {
+        call("hostile", 1.0, long).unwrap();
+        call("hostile", 1.0, long).unwrap();
+    };
+    let before = made_ahead();
+    for mib in [1.0, 24.0, 48.0] {
+        quick_twice();
+        call("write_marker", mib, long).unwrap();
+        quick_twice();
+        let found = call("scan_marker", 0.0, long).unwrap();
+        assert_eq!(
+            found[0].to_vec::<u8>().unwrap(),
+            [0],
+            "marker leaked between calls"
+        );
+    }
+    // A spinning call in a made-ahead instance still ends at its own deadline.
+    quick_twice();
+    let started = Instant::now();
+    let err = call("spin", 0.0, Duration::from_millis(300)).unwrap_err();
+    assert!(err.is_deadline_exceeded(), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_millis(300) + SLACK,
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        made_ahead() > before,
+        "no call ran in an instance made ahead: the test no longer covers them"
+    );
+    assert_still_serving(&server.http());
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! embeddable [`crate::Server`] and `wasmrpc serve` both run their app through it.
 
 mod threads;
+mod tidy;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -25,6 +26,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
 use threads::ConnectionThreads;
+use tidy::TidyAfterWrites;
 
 /// How the listener treats connections.
 #[derive(Debug, Clone)]
@@ -333,7 +335,7 @@ async fn serve_connection<I>(
 {
     let service = TowerToHyperService::new(app);
     let connection = builder
-        .serve_connection_with_upgrades(TokioIo::new(io), service)
+        .serve_connection_with_upgrades(TokioIo::new(TidyAfterWrites(io)), service)
         .into_owned();
     if let Err(e) = watcher.watch(connection).await {
         tracing::debug!(%peer, error = %e, "connection closed with an error");

@@ -43,6 +43,12 @@ impl CallLimiter {
         self.memory_cap
     }
 
+    /// Set the memory budget to `cap` bytes: an instance made ahead of its call
+    /// (`runtime/ahead.rs`) gets its call's budget when the call takes it.
+    pub fn set_memory_cap(&mut self, cap: usize) {
+        self.memory_cap = cap;
+    }
+
     /// Bytes of linear memory the instance holds now.
     pub fn memory_used(&self) -> usize {
         self.memory_used

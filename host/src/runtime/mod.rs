@@ -7,6 +7,7 @@
 //! This room never sees HTTP or storage, and decides nothing about how many calls run at once:
 //! whoever calls it holds a slot from [`crate::admission`].
 
+mod ahead;
 pub mod artifacts;
 mod bindings;
 mod buffers;
@@ -28,10 +29,14 @@ mod validate;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use wasmrpc_proto::{Code, MethodSignature, Tensor};
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Engine, Store, UpdateDeadline};
 
+use wasmtime::component::Instance;
+use wasmtime::{Engine, Store};
+
+pub use ahead::calls_in_ready_instances;
 pub use config::{Compiler, RuntimeConfig};
 pub use failure::GuestFailure;
 pub use validate::UploadError;
@@ -40,9 +45,8 @@ use artifacts::ArtifactCache;
 use bindings::TensorFunctionPre;
 use compiles::{ABANDONED_COMPILES_MAX, COMPILES_AT_ONCE, CompileGate, CompilePermit, GateError};
 use epoch::EpochTicker;
-use limits::CallLimiter;
 use outputs::{CallExport, TensorOut};
-use sandbox::CallState;
+use sandbox::{CallState, DeadlinePassed, StoreLimits};
 
 /// A compiled component whose signatures have not been asked for yet ([`Runtime::describe`]).
 pub struct Compiled {
@@ -60,11 +64,19 @@ impl std::fmt::Debug for Compiled {
 
 /// A compiled component, ready to be instantiated for each call.
 pub struct Module {
+    /// This process's name for the compiled component, never reused: an instance made ahead
+    /// for it is only ever taken by its own calls (`runtime/ahead.rs`).
+    id: u64,
     pre: TensorFunctionPre<CallState>,
     call: CallExport,
     signatures: Vec<MethodSignature>,
     size: usize,
+    /// Failed attempts to make its instances ahead (`runtime/ahead.rs`).
+    ahead_failures: Arc<AtomicU32>,
 }
+
+/// The next [`Module`]'s id (0 is no module).
+static NEXT_MODULE_ID: AtomicU64 = AtomicU64::new(1);
 
 impl std::fmt::Debug for Module {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -91,18 +103,6 @@ impl Module {
         self.size
     }
 }
-
-/// Marker error raised by the epoch callback when a call's deadline has passed.
-#[derive(Debug)]
-struct DeadlinePassed;
-
-impl std::fmt::Display for DeadlinePassed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("deadline passed")
-    }
-}
-
-impl std::error::Error for DeadlinePassed {}
 
 /// The wasmtime engine and everything shared by all calls.
 pub struct Runtime {
@@ -323,10 +323,12 @@ impl Runtime {
             UploadError::Internal("the component's `call` export was not found".into())
         })?;
         Ok(Arc::new(Module {
+            id: NEXT_MODULE_ID.fetch_add(1, Ordering::Relaxed),
             call,
             pre: compiled.pre,
             signatures,
             size: compiled.size,
+            ahead_failures: Arc::new(AtomicU32::new(0)),
         }))
     }
 
@@ -334,7 +336,7 @@ impl Runtime {
         &self,
         pre: &TensorFunctionPre<CallState>,
     ) -> Result<Vec<MethodSignature>, GuestFailure> {
-        let (mut store, _) =
+        let mut store =
             self.new_store(self.config.signatures_deadline, self.config.memory_per_call);
         let result = async {
             let instance = pre.instantiate_async(&mut store).await?;
@@ -369,21 +371,37 @@ impl Runtime {
         memory: usize,
     ) -> Result<Vec<Tensor>, GuestFailure> {
         let memory = memory.min(self.config.memory_per_call);
-        let (mut store, log) = self.new_store(deadline.saturating_sub(started.elapsed()), memory);
+        let remaining = deadline.saturating_sub(started.elapsed());
+        // An instance this thread made ahead, or a new one (`runtime/ahead.rs`).
+        let (mut store, instance) =
+            match retire::take_ready(module.id).map(|r| r.arm(remaining, memory)) {
+                Some(Ok((store, instance))) => (store, Some(instance)),
+                _ => (self.new_store(remaining, memory), None),
+            };
         let result = self
-            .call_in(&mut store, &log, module, method, args, deadline)
+            .call_in(&mut store, instance, module, method, args, deadline)
             .await;
-        // Reset after the answer is out where this thread can (`runtime/retire.rs`).
+        // Reset after the answer is out where this thread can (`runtime/retire.rs`), and make
+        // the next instance ahead when the thread keeps calling this component.
         let small = store.data().limiter.memory_used() <= self.config.pool_keep_resident_bytes;
-        retire::shelve(store, small);
+        let again = retire::calling(module.id);
+        let next = (again && retire::shelving()).then(|| ahead::Plan {
+            module_id: module.id,
+            engine: self.engine.clone(),
+            pre: module.pre.instance_pre().clone(),
+            limits: self.store_limits(),
+            memory: self.config.memory_per_call,
+            failures: module.ahead_failures.clone(),
+        });
+        retire::shelve(store, small, next);
         result
     }
 
-    /// [`Runtime::call`] in `store`, whose output goes to `log`.
+    /// [`Runtime::call`] in `store`, in `instance` if one was made ahead.
     async fn call_in(
         &self,
         store: &mut Store<CallState>,
-        log: &guest_log::GuestLog,
+        instance: Option<Instance>,
         module: &Module,
         method: &str,
         args: Vec<Tensor>,
@@ -393,11 +411,16 @@ impl Runtime {
         let result = async {
             // The instance without the generated bindings' per-instance lookups and type checks,
             // and `call` with its outputs copied out as they are lifted (`runtime/outputs.rs`).
-            let instance = module
-                .pre
-                .instance_pre()
-                .instantiate_async(&mut *store)
-                .await?;
+            let instance = match instance {
+                Some(instance) => instance,
+                None => {
+                    module
+                        .pre
+                        .instance_pre()
+                        .instantiate_async(&mut *store)
+                        .await?
+                }
+            };
             let call = module.call.get(&instance, &mut *store)?;
             let (outputs,) = call.call_async(&mut *store, (method, &wit_args)).await?;
             Ok(outputs)
@@ -405,6 +428,7 @@ impl Runtime {
         .await;
         drop(wit_args);
         drop(args);
+        let log = &store.data().log;
         let (text, dropped) = log.contents();
         if !text.is_empty() {
             // The head, and after a flood also the end the head had no room for.
@@ -475,39 +499,20 @@ impl Runtime {
         Ok(tensors)
     }
 
-    fn new_store(
-        &self,
-        deadline: Duration,
-        memory: usize,
-    ) -> (Store<CallState>, guest_log::GuestLog) {
+    fn new_store(&self, deadline: Duration, memory: usize) -> Store<CallState> {
+        sandbox::new_store(&self.engine, &self.store_limits(), deadline, memory)
+    }
+
+    /// The server's limits for a call's store.
+    fn store_limits(&self) -> StoreLimits {
         let c = &self.config;
-        let limiter = CallLimiter::new(
-            memory,
-            c.table_elements,
-            c.max_core_instances as usize,
-            c.max_tables as usize,
-            c.max_memories as usize,
-        );
-        let state = CallState::new(limiter, c.guest_log_bytes);
-        let log = state.log.clone();
-        let mut store = Store::new(&self.engine, state);
-        store.limiter(|s| &mut s.limiter);
-        let deadline_at = Instant::now() + deadline;
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |_| {
-            if Instant::now() >= deadline_at {
-                Err(wasmtime::Error::new(DeadlinePassed))
-            } else {
-                // Yield to tokio at every tick so a spinning guest shares its worker thread.
-                // `yield_now` puts the task at the back of the queue; a plain self-wake would
-                // land in tokio's LIFO slot and run the guest again before anything else.
-                Ok(UpdateDeadline::YieldCustom(
-                    1,
-                    Box::pin(tokio::task::yield_now()),
-                ))
-            }
-        });
-        (store, log)
+        StoreLimits {
+            table_elements: c.table_elements,
+            max_core_instances: c.max_core_instances as usize,
+            max_tables: c.max_tables as usize,
+            max_memories: c.max_memories as usize,
+            guest_log_bytes: c.guest_log_bytes,
+        }
     }
 
     /// Turn a wasmtime error into a [`GuestFailure`]; the limiter's record wins over the trap it

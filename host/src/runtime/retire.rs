@@ -5,10 +5,12 @@
 //! back. For a scalar call that is about a ninth of the server's work on it, and done where the
 //! call ends it delays the answer by as much. A thread that answers requests (a connection
 //! thread, an HTTP worker of `wasmrpc serve`) instead keeps the store of its last call on a
-//! shelf, and drops it when it runs out of work and is about to sleep, or when its next call
-//! shelves its own store: so with one client the reset happens while the client reads the
-//! answer, and under load it costs what it did before. Figures in docs/benchmarks.md ("A
-//! call's own costs, and its reset after the answer").
+//! shelf, and drops it when it runs out of work and is about to sleep, on a connection thread
+//! also right after it writes to a connection (`accept/tidy.rs`: the answer is out), or when
+//! its next call shelves its own store: so with one client the reset happens while the client
+//! reads the answer, and under load it costs what it did before. Figures in
+//! docs/benchmarks.md ("A call's own costs, and its reset after the answer", "Instances made
+//! ahead").
 //!
 //! Nothing is kept that could leak: the instance's memory is still reset before its slot serves
 //! another call, since the slot is not free until the store is dropped. What a shelved store
@@ -21,12 +23,17 @@
 //!
 //! Elsewhere (the threads of an embedding program's runtime, the lanes slow calls move to) a
 //! store is dropped at once, as before.
+//!
+//! The same shelf holds what the thread makes at those moments: after dropping the finished
+//! store, a thread whose last two calls ran the same component makes a fresh instance of it for
+//! its next call (`runtime/ahead.rs`).
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use wasmtime::Store;
 
+use super::ahead::{Plan, Ready};
 use super::sandbox::CallState;
 
 /// The most stores shelved at once in the process.
@@ -35,30 +42,125 @@ pub const SHELVED_AT_MOST: usize = 16;
 /// How many stores are shelved now, in all threads.
 static SHELVED: AtomicUsize = AtomicUsize::new(0);
 
+/// What a thread keeps on its shelf.
+enum Kept {
+    /// A finished call's store, dropped when the thread would sleep (held only to be dropped).
+    Finished { _store: Store<CallState> },
+    /// A fresh instance for the thread's next call of its component.
+    Ready(Ready),
+}
+
 thread_local! {
     /// Whether this thread drops its shelf before it sleeps: it has called [`on_thread_park`].
     static SHELVING: Cell<bool> = const { Cell::new(false) };
     /// This thread's shelved store.
-    static SHELF: RefCell<Option<Shelved<Store<CallState>>>> = const { RefCell::new(None) };
+    static SHELF: RefCell<Option<Shelved<Kept>>> = const { RefCell::new(None) };
+    /// The component of this thread's last call ([`super::Module`]'s id; 0 for none).
+    static LAST_MODULE: Cell<u64> = const { Cell::new(0) };
+    /// What to make ahead when this thread is next idle.
+    static PLAN: RefCell<Option<Plan>> = const { RefCell::new(None) };
+    /// Whether this thread also tidies after each write to a connection ([`after_write`]).
+    static TIDY_AFTER_WRITES: Cell<bool> = const { Cell::new(false) };
 }
 
-/// For tokio's `on_thread_park`: drop this thread's shelved store, if any. From its first park
-/// on, calls that end on the thread shelve their store, since the thread is known to drop it
-/// before it sleeps (a runtime's blocking threads, which never park, never shelve).
+/// For tokio's `on_thread_park`: drop this thread's finished store, if any, then make an
+/// instance ahead if its last calls asked for one. From its first park on, calls that end on
+/// the thread shelve their store, since the thread is known to drop it before it sleeps (a
+/// runtime's blocking threads, which never park, never shelve).
 pub fn on_thread_park() {
     // `try_with`: nothing to do while the thread's locals are being destroyed.
     let _ = SHELVING.try_with(|s| s.set(true));
-    let shelved = SHELF.try_with(|shelf| shelf.borrow_mut().take());
-    drop(shelved);
+    tidy();
 }
 
-/// Drop `store` now, or shelve it if this thread shelves and the store is `small_enough`.
-pub fn shelve(store: Store<CallState>, small_enough: bool) {
-    if !small_enough || !SHELVING.with(Cell::get) {
+/// For a connection thread (`accept/threads.rs`), as it starts: besides at park, tidy after
+/// each write to a connection ([`after_write`]).
+pub fn tidy_after_each_write() {
+    TIDY_AFTER_WRITES.with(|t| t.set(true));
+}
+
+/// Called after bytes were written to a connection (`accept/tidy.rs`): on a connection thread,
+/// drop the finished store and make the next instance now. With one client the thread often
+/// finds the next request already there when it looks (hyper reads it in the same turn as it
+/// writes the answer), and never parks between the two: about half the requests under
+/// `wrk -c1` here. Without this, the reset and the next instance would then fall on that
+/// request; here they fall between the answer's `writev` and the next read.
+pub fn after_write() {
+    if TIDY_AFTER_WRITES.with(Cell::get) {
+        tidy();
+    }
+}
+
+/// Drop this thread's finished store, if any, then make an instance ahead if its last calls
+/// asked for one.
+fn tidy() {
+    let finished = SHELF.try_with(|shelf| {
+        let mut shelf = shelf.borrow_mut();
+        match shelf.as_ref().and_then(|s| s.value.as_ref()) {
+            Some(Kept::Ready(_)) => None,
+            _ => shelf.take(),
+        }
+    });
+    drop(finished);
+    let Ok(Some(plan)) = PLAN.try_with(|p| p.borrow_mut().take()) else {
+        return;
+    };
+    // Counted before it is made: past the process's limit, nothing is made.
+    if SHELVED.load(Ordering::Relaxed) >= SHELVED_AT_MOST {
+        return;
+    }
+    if let Some(ready) = plan.prepare() {
+        let refused = SHELF.with(|shelf| put(shelf, &SHELVED, SHELVED_AT_MOST, Kept::Ready(ready)));
+        drop(refused);
+    }
+}
+
+/// Whether this thread shelves: only then is a [`Plan`] worth making.
+pub fn shelving() -> bool {
+    SHELVING.with(Cell::get)
+}
+
+/// Note that this thread is calling component `module_id`, and whether its previous call ran
+/// the same one.
+pub fn calling(module_id: u64) -> bool {
+    LAST_MODULE.with(|last| last.replace(module_id) == module_id)
+}
+
+/// This thread's instance made ahead for component `module_id`, if it has one.
+pub fn take_ready(module_id: u64) -> Option<Ready> {
+    SHELF.with(|shelf| {
+        let mut shelf = shelf.borrow_mut();
+        let mine = matches!(
+            shelf.as_ref().and_then(|s| s.value.as_ref()),
+            Some(Kept::Ready(r)) if r.is_of(module_id)
+        );
+        if !mine {
+            return None;
+        }
+        // Off the shelf (and out of its count) and into the call.
+        let mut shelved = shelf.take()?;
+        match shelved.value.take() {
+            Some(Kept::Ready(ready)) => Some(ready),
+            _ => None,
+        }
+    })
+}
+
+/// Drop `store` now, or shelve it if this thread shelves and the store is `small_enough`;
+/// `next` is what to make ahead when the thread is next idle.
+pub fn shelve(store: Store<CallState>, small_enough: bool, next: Option<Plan>) {
+    if !SHELVING.with(Cell::get) {
         drop(store);
         return;
     }
-    let previous = SHELF.with(|shelf| put(shelf, &SHELVED, SHELVED_AT_MOST, store));
+    let replaced = PLAN.with(|p| std::mem::replace(&mut *p.borrow_mut(), next));
+    drop(replaced);
+    if !small_enough {
+        drop(store);
+        return;
+    }
+    let kept = Kept::Finished { _store: store };
+    let previous = SHELF.with(|shelf| put(shelf, &SHELVED, SHELVED_AT_MOST, kept));
     // Dropped outside the borrow of the shelf.
     drop(previous);
 }
@@ -164,7 +266,10 @@ mod tests {
 
     fn store() -> Store<CallState> {
         let limiter = crate::runtime::limits::CallLimiter::new(1 << 20, 10, 1, 1, 1);
-        Store::new(&wasmtime::Engine::default(), CallState::new(limiter, 1024))
+        Store::new(
+            &wasmtime::Engine::default(),
+            CallState::new(limiter, 1024, std::time::Instant::now()),
+        )
     }
 
     fn shelved_here() -> bool {
@@ -174,18 +279,18 @@ mod tests {
     #[test]
     fn only_a_thread_that_shelves_keeps_a_small_store_until_it_sleeps() {
         std::thread::spawn(|| {
-            shelve(store(), true);
+            shelve(store(), true, None);
             assert!(
                 !shelved_here(),
                 "a thread that does not shelve drops at once"
             );
             on_thread_park();
-            shelve(store(), false);
+            shelve(store(), false, None);
             assert!(
                 !shelved_here(),
                 "a store too large to keep is dropped at once"
             );
-            shelve(store(), true);
+            shelve(store(), true, None);
             assert!(shelved_here());
             on_thread_park();
             assert!(!shelved_here(), "dropped when the thread is about to sleep");
