@@ -126,13 +126,15 @@ done
 
 wr=$(printf '%s\n' "${w_rps[@]}" | median); br=$(printf '%s\n' "${b_rps[@]}" | median)
 w50=$(printf '%s\n' "${w_p50[@]}" | median); b50=$(printf '%s\n' "${b_p50[@]}" | median)
-w99=$(printf '%s\n' "${w_p99[@]}" | median)
+w99=$(printf '%s\n' "${w_p99[@]}" | median); b99=$(printf '%s\n' "${b_p99[@]}" | median)
 wc=$(printf '%s\n' "${w_cpu[@]}" | median); bc=$(printf '%s\n' "${b_cpu[@]}" | median)
 
 echo
 echo "wasmrpc $wasmrpc_addr against the native baseline $baseline_addr; wrk, HTTP/1.1 keep-alive,"
 echo "scalar int32 add in JSON ($guest build), ${seconds} s a measurement, median of $rounds alternating rounds"
 echo "server CPU a request at 32 connections (context for P1): wasmrpc $wc us, baseline $bc us"
+echo "the baseline's own p99 / p50 at 1 connection (context for P2's tail): $b99 / $b50 us" \
+    "= $(awk -v a="$b99" -v b="$b50" 'BEGIN { printf "%.2f", a / b }')"
 awk -v wr="$wr" -v br="$br" -v w50="$w50" -v b50="$b50" -v w99="$w99" 'BEGIN {
     row("P1 throughput, 32 connections: wasmrpc / baseline",
         sprintf("%.0f / %.0f req/s = %.2f", wr, br, wr / br), ">= 0.75", wr / br >= 0.75)
@@ -151,6 +153,6 @@ if [ -n "$against" ]; then
         "this" "$wr" "${w_rps[*]}" "$wc" "$w50" "${w_p50[*]}" "$w99"
     printf '%-10s %8s req/s (%s)  %5s us CPU a request  p50 %4s us (%s)  p99 %4s us\n' \
         "against" "$ar" "${a_rps[*]}" "$ac" "$a50" "${a_p50[*]}" "$a99"
-    printf '%-10s %8s req/s (%s)  %5s us CPU a request  p50 %4s us (%s)\n' \
-        "baseline" "$br" "${b_rps[*]}" "$bc" "$b50" "${b_p50[*]}"
+    printf '%-10s %8s req/s (%s)  %5s us CPU a request  p50 %4s us (%s)  p99 %4s us\n' \
+        "baseline" "$br" "${b_rps[*]}" "$bc" "$b50" "${b_p50[*]}" "$b99"
 fi

@@ -27,13 +27,11 @@ mod sandbox;
 mod validate;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use wasmrpc_proto::{Code, MethodSignature, Tensor};
-use wasmtime::component::{Component, Linker};
-
-use wasmtime::component::Instance;
+use wasmtime::component::{Component, Instance, Linker};
 use wasmtime::{Engine, Store};
 
 pub use ahead::calls_in_ready_instances;
@@ -372,7 +370,8 @@ impl Runtime {
     ) -> Result<Vec<Tensor>, GuestFailure> {
         let memory = memory.min(self.config.memory_per_call);
         let remaining = deadline.saturating_sub(started.elapsed());
-        // An instance this thread made ahead, or a new one (`runtime/ahead.rs`).
+        // An instance this thread made ahead, or a new one (`runtime/ahead.rs`); one made
+        // ahead that holds more memory than this call's budget is dropped here.
         let (mut store, instance) =
             match retire::take_ready(module.id).map(|r| r.arm(remaining, memory)) {
                 Some(Ok((store, instance))) => (store, Some(instance)),

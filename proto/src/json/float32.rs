@@ -32,17 +32,8 @@ pub struct Decimal {
 }
 
 impl Decimal {
-    /// Adds one digit of the integer part (`fraction` false) or of the fraction.
-    #[inline]
-    pub fn push_digit(&mut self, digit: u8, fraction: bool) {
-        if self.digits < 1_000_000_000_000_000_000 {
-            self.digits = self.digits * 10 + u64::from(digit);
-            self.exponent -= i64::from(fraction);
-        } else {
-            // Past 19 digits: the fast path cannot use this number.
-            self.exact = false;
-        }
-    }
+    /// The most significant digits `digits` holds without overflowing.
+    pub const MOST_DIGITS: usize = 19;
 
     /// The nearest `f32`, where the fast path is sure of it.
     #[inline]

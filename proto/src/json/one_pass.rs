@@ -126,55 +126,60 @@ impl<'b> Reader<'b> {
     /// A JSON number's text, its grammar checked: `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`,
     /// and its value taken apart on the way.
     fn number(&mut self) -> Read<(&'b str, Decimal)> {
+        let body = self.body;
         let start = self.at;
+        let mut at = start;
         let mut decimal = Decimal {
             exact: true,
             ..Decimal::default()
         };
-        if self.peek() == Some(b'-') {
+        if body.get(at) == Some(&b'-') {
             decimal.negative = true;
-            self.at += 1;
+            at += 1;
         }
-        match self.peek() {
-            Some(b'0') => self.at += 1,
-            Some(b'1'..=b'9') => self.digits(&mut decimal, false),
+        // Significant digits taken into `decimal.digits` (a leading `0` adds nothing).
+        let mut taken = 0;
+        match body.get(at) {
+            Some(b'0') => at += 1,
+            Some(b'1'..=b'9') => {
+                let end = digits(body, at, &mut decimal.digits);
+                taken += end - at;
+                at = end;
+            }
             _ => return Err(Unsure),
         }
-        if self.peek() == Some(b'.') {
-            self.at += 1;
-            self.at_least_one_digit(&mut decimal, true)?;
-        }
-        if let Some(b'e' | b'E') = self.peek() {
-            self.at += 1;
-            let exponent_start = self.at;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.at += 1;
+        if body.get(at) == Some(&b'.') {
+            at += 1;
+            let end = digits(body, at, &mut decimal.digits);
+            if end == at {
+                return Err(Unsure);
             }
-            let mut exponent = Decimal::default();
-            self.at_least_one_digit(&mut exponent, false)?;
-            match float32::small_exponent(&self.body[exponent_start..self.at]) {
+            decimal.exponent -= (end - at) as i64;
+            taken += end - at;
+            at = end;
+        }
+        // Past 19 digits `digits` wrapped: the fast path cannot use this number.
+        decimal.exact = taken <= Decimal::MOST_DIGITS;
+        if let Some(b'e' | b'E') = body.get(at) {
+            at += 1;
+            let exponent_start = at;
+            if let Some(b'+' | b'-') = body.get(at) {
+                at += 1;
+            }
+            let end = digits(body, at, &mut 0);
+            if end == at {
+                return Err(Unsure);
+            }
+            at = end;
+            match float32::small_exponent(&body[exponent_start..at]) {
                 Some(e) => decimal.exponent += e,
                 None => decimal.exact = false,
             }
         }
+        self.at = at;
         // SAFETY: only ASCII bytes (digits, signs, `.`, `e`) were consumed since `start`.
-        let text = unsafe { std::str::from_utf8_unchecked(&self.body[start..self.at]) };
+        let text = unsafe { std::str::from_utf8_unchecked(&body[start..at]) };
         Ok((text, decimal))
-    }
-
-    fn digits(&mut self, decimal: &mut Decimal, fraction: bool) {
-        while let Some(b @ b'0'..=b'9') = self.peek() {
-            decimal.push_digit(b - b'0', fraction);
-            self.at += 1;
-        }
-    }
-
-    fn at_least_one_digit(&mut self, decimal: &mut Decimal, fraction: bool) -> Read<()> {
-        if !matches!(self.peek(), Some(b'0'..=b'9')) {
-            return Err(Unsure);
-        }
-        self.digits(decimal, fraction);
-        Ok(())
     }
 
     /// A JSON integer: no fraction, no exponent (serde refuses those for integer fields).
@@ -363,6 +368,23 @@ impl<'b> Reader<'b> {
             Err(Unsure)
         }
     }
+}
+
+/// Where the run of ASCII digits from `at` ends, with each digit added to `value` (wrapping
+/// past 19 digits: the caller counts them).
+#[inline]
+fn digits(body: &[u8], mut at: usize, value: &mut u64) -> usize {
+    let mut v = *value;
+    while let Some(&b) = body.get(at) {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        v = v.wrapping_mul(10).wrapping_add(u64::from(digit));
+        at += 1;
+    }
+    *value = v;
+    at
 }
 
 #[cfg(test)]
