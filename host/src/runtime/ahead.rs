@@ -14,8 +14,11 @@
 //! the call's budget is not used (the call makes its own, and fails as it would have). While
 //! it is made there is no call to bill, so instantiation must finish within [`BUDGET`] and must
 //! not wait on anything: a component whose instantiation waits, or fails [`FAILURES_AT_MOST`]
-//! times (a core start function that runs past the budget), is not made ahead again. Made-ahead instances count with the shelf's stores:
-//! one a thread, `SHELVED_AT_MOST` in the process, each an instance slot the pool holds spare.
+//! times (a core start function that runs past the budget), is not made ahead again.
+//!
+//! Instances made ahead count with the shelf's stores: one a thread, `SHELVED_AT_MOST` in the
+//! process, each an instance slot the pool holds spare. Figures in docs/benchmarks.md
+//! ("Instances made ahead").
 
 use std::future::Future;
 use std::pin::pin;
@@ -44,7 +47,7 @@ pub fn calls_in_ready_instances() -> u64 {
     CALLS_IN_READY_INSTANCES.load(Ordering::Relaxed)
 }
 
-/// What to instantiate when the thread is next idle.
+/// What to instantiate when the thread next tidies (`runtime/retire.rs`).
 pub struct Plan {
     /// Which component ([`super::Module`]'s id): only its calls may take the instance.
     pub module_id: u64,
@@ -88,7 +91,7 @@ impl Plan {
             }),
             // No free slot is a passing state of the pool, not the component's doing.
             Poll::Ready(Err(e)) if e.is::<PoolConcurrencyLimitError>() => None,
-            // A tick during instantiation, or a failure a call would meet too.
+            // Past the budget, or a failure a call would meet too.
             Poll::Ready(Err(e)) => {
                 tracing::debug!(error = %e, "an instance could not be made ahead");
                 self.failures.fetch_add(1, Ordering::Relaxed);

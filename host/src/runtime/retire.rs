@@ -44,7 +44,7 @@ static SHELVED: AtomicUsize = AtomicUsize::new(0);
 
 /// What a thread keeps on its shelf.
 enum Kept {
-    /// A finished call's store, dropped when the thread would sleep (held only to be dropped).
+    /// A finished call's store, dropped when the thread tidies (held only to be dropped).
     Finished { _store: Store<CallState> },
     /// A fresh instance for the thread's next call of its component.
     Ready(Ready),
@@ -57,7 +57,7 @@ thread_local! {
     static SHELF: RefCell<Option<Shelved<Kept>>> = const { RefCell::new(None) };
     /// The component of this thread's last call ([`super::Module`]'s id; 0 for none).
     static LAST_MODULE: Cell<u64> = const { Cell::new(0) };
-    /// What to make ahead when this thread is next idle.
+    /// What to make ahead when this thread next tidies.
     static PLAN: RefCell<Option<Plan>> = const { RefCell::new(None) };
     /// Whether this thread also tidies after each write to a connection ([`after_write`]).
     static TIDY_AFTER_WRITES: Cell<bool> = const { Cell::new(false) };
@@ -147,7 +147,7 @@ pub fn take_ready(module_id: u64) -> Option<Ready> {
 }
 
 /// Drop `store` now, or shelve it if this thread shelves and the store is `small_enough`;
-/// `next` is what to make ahead when the thread is next idle.
+/// `next` is what to make ahead when the thread next tidies.
 pub fn shelve(store: Store<CallState>, small_enough: bool, next: Option<Plan>) {
     if !SHELVING.with(Cell::get) {
         drop(store);
