@@ -113,15 +113,11 @@ impl Ready {
         self.module_id == module_id
     }
 
-    /// The store and instance, given a call's `deadline` from now and `memory` budget; or back
-    /// when the instance already holds more memory than that budget.
-    pub fn arm(
-        self,
-        deadline: Duration,
-        memory: usize,
-    ) -> Result<(Store<CallState>, Instance), Self> {
+    /// The store and instance, given a call's `deadline` from now and `memory` budget; `None`
+    /// (the instance dropped) when it already holds more memory than that budget.
+    pub fn arm(self, deadline: Duration, memory: usize) -> Option<(Store<CallState>, Instance)> {
         if self.store.data().limiter.memory_used() > memory {
-            return Err(self);
+            return None;
         }
         let Ready {
             mut store,
@@ -135,7 +131,7 @@ impl Ready {
         // One tick from now, as a new store's: ticks may have passed while it waited.
         store.set_epoch_deadline(1);
         CALLS_IN_READY_INSTANCES.fetch_add(1, Ordering::Relaxed);
-        Ok((store, instance))
+        Some((store, instance))
     }
 }
 
@@ -189,16 +185,19 @@ mod tests {
     fn an_instance_made_ahead_takes_its_calls_budget_and_deadline_or_is_not_used() {
         let engine = engine();
         let failures = Arc::new(AtomicU32::new(0));
-        let ready = plan(&engine, TWO_PAGES, &failures)
-            .prepare()
-            .expect("made ahead");
+        let made = || {
+            plan(&engine, TWO_PAGES, &failures)
+                .prepare()
+                .expect("made ahead")
+        };
+        let ready = made();
         assert!(ready.is_of(7) && !ready.is_of(8));
         let used_before = calls_in_ready_instances();
-        let ready = match ready.arm(Duration::from_secs(5), 64 << 10) {
-            Err(ready) => ready,
-            Ok(_) => panic!("two pages were handed to a call with a budget of one"),
-        };
-        let Ok((store, _instance)) = ready.arm(Duration::from_secs(5), 512 << 10) else {
+        assert!(
+            ready.arm(Duration::from_secs(5), 64 << 10).is_none(),
+            "two pages were handed to a call with a budget of one"
+        );
+        let Some((store, _instance)) = made().arm(Duration::from_secs(5), 512 << 10) else {
             panic!("two pages fit a budget of eight");
         };
         let state = store.data();

@@ -373,9 +373,9 @@ impl Runtime {
         // An instance this thread made ahead, or a new one (`runtime/ahead.rs`); one made
         // ahead that holds more memory than this call's budget is dropped here.
         let (mut store, instance) =
-            match retire::take_ready(module.id).map(|r| r.arm(remaining, memory)) {
-                Some(Ok((store, instance))) => (store, Some(instance)),
-                _ => (self.new_store(remaining, memory), None),
+            match retire::take_ready(module.id).and_then(|r| r.arm(remaining, memory)) {
+                Some((store, instance)) => (store, Some(instance)),
+                None => (self.new_store(remaining, memory), None),
             };
         let result = self
             .call_in(&mut store, instance, module, method, args, deadline)

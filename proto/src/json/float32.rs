@@ -59,23 +59,6 @@ impl Decimal {
     }
 }
 
-/// A short exponent (`+5`, `-12`, `7`); `None` for anything longer than three digits, which the
-/// fast path could not use anyway.
-pub(crate) fn small_exponent(text: &[u8]) -> Option<i64> {
-    let (negative, digits) = match text.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        Some((b'+', rest)) => (false, rest),
-        _ => (false, text),
-    };
-    if digits.is_empty() || digits.len() > 3 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let value = digits
-        .iter()
-        .fold(0i64, |v, &d| v * 10 + i64::from(d - b'0'));
-    Some(if negative { -value } else { value })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +101,8 @@ mod tests {
             "12345678901234567890",
             "1e400",
             "1e-400",
+            "1e0005",
+            "2.5E-0003",
             "0.000000000000000000000000000001",
             "841.4709",
             "-756.80255",

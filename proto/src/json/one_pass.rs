@@ -17,7 +17,7 @@ use crate::dtype::DType;
 use crate::messages::CallRequest;
 use crate::tensor::{Tensor, element_count};
 
-use super::float32::{self, Decimal};
+use super::float32::Decimal;
 use super::{Encoder, MAX_DATA_NESTING, Scalar};
 
 /// This reader cannot answer for the body; the serde path must.
@@ -162,19 +162,22 @@ impl<'b> Reader<'b> {
         decimal.exact = taken <= Decimal::MOST_DIGITS;
         if let Some(b'e' | b'E') = body.get(at) {
             at += 1;
-            let exponent_start = at;
+            let negative = body.get(at) == Some(&b'-');
             if let Some(b'+' | b'-') = body.get(at) {
                 at += 1;
             }
-            let end = digits(body, at, &mut 0);
-            if end == at {
-                return Err(Unsure);
+            let mut exponent = 0;
+            let end = digits(body, at, &mut exponent);
+            match end - at {
+                0 => return Err(Unsure),
+                // Longer exponents are past what the fast path can use (and may have wrapped).
+                1..=3 => {
+                    let exponent = exponent as i64;
+                    decimal.exponent += if negative { -exponent } else { exponent };
+                }
+                _ => decimal.exact = false,
             }
             at = end;
-            match float32::small_exponent(&body[exponent_start..at]) {
-                Some(e) => decimal.exponent += e,
-                None => decimal.exact = false,
-            }
         }
         self.at = at;
         // SAFETY: only ASCII bytes (digits, signs, `.`, `e`) were consumed since `start`.
