@@ -1,5 +1,8 @@
 //! The tokio runtime every client and server of this process runs on, made lazily per process
 //! id: a runtime created before `fork` has no threads in the child, so the child makes its own.
+//! tokio is built without its `parking_lot` feature (the workspace's `Cargo.toml`): that crate's
+//! locks share one process-wide table of parked threads, which `fork` can copy mid-update, and a
+//! child's runtime threads then crashed on it. std's locks keep their state in each lock.
 
 use std::future::Future;
 use std::sync::Mutex;

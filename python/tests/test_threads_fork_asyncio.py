@@ -99,7 +99,8 @@ def test_a_client_made_before_any_call_works_in_a_multiprocessing_fork_pool(addr
     # Inherited through fork by the pool's workers, never pickled.
     _POOL_CLIENT = rpc.Client.create("http", address, name="pool")
     with multiprocessing.get_context("fork").Pool(2) as pool:
-        values = pool.map(_add_in_child, range(4))
+        # A bounded wait: a pool whose worker died waits for its task forever.
+        values = pool.map_async(_add_in_child, range(4)).get(timeout=60)
     assert values == [0, 2, 4, 6]
     assert _POOL_CLIENT.addition_blocking(np.int32(4), np.int32(4)) == 8
 
