@@ -129,10 +129,8 @@ impl<'b> Reader<'b> {
         let body = self.body;
         let start = self.at;
         let mut at = start;
-        let mut decimal = Decimal {
-            exact: true,
-            ..Decimal::default()
-        };
+        // `exact` is settled once the digits are counted, below.
+        let mut decimal = Decimal::default();
         if body.get(at) == Some(&b'-') {
             decimal.negative = true;
             at += 1;
