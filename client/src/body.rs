@@ -1,5 +1,12 @@
-//! Reading an HTTP body into one buffer as its frames arrive: the client reads answers this
-//! way, and the server (`wasmrpc-host`) call bodies.
+//! HTTP bodies both ways: one read into one buffer as its frames arrive ([`gather`]: the client
+//! reads answers this way, and the server (`wasmrpc-host`) call bodies), and one sent as the
+//! buffers it already is ([`Chunks`]: the client's binary infer requests, the server's binary
+//! infer answers).
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -41,6 +48,56 @@ where
         }
     }
     Ok(joined.map_or_else(|| first.unwrap_or_default(), bytes::BytesMut::freeze))
+}
+
+/// A body of buffers sent one after another without joining them, with its exact length known
+/// up front (so it goes out with a `Content-Length`, not chunked): the server's binary infer
+/// answers, and the client's binary infer requests (a small JSON header, then each tensor's
+/// bytes where they already are).
+pub struct Chunks {
+    chunks: VecDeque<Bytes>,
+    remaining: u64,
+}
+
+impl Chunks {
+    /// The body made of `chunks`, in order.
+    pub fn new(chunks: Vec<Bytes>) -> Self {
+        let remaining = chunks.iter().map(|c| c.len() as u64).sum();
+        Chunks {
+            chunks: chunks.into_iter().filter(|c| !c.is_empty()).collect(),
+            remaining,
+        }
+    }
+}
+
+impl http_body::Body for Chunks {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        let next = self.chunks.pop_front();
+        if let Some(chunk) = &next {
+            self.remaining -= chunk.len() as u64;
+        }
+        Poll::Ready(next.map(|c| Ok(http_body::Frame::data(c))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.remaining)
+    }
+}
+
+impl From<Bytes> for Chunks {
+    fn from(bytes: Bytes) -> Self {
+        Chunks::new(vec![bytes])
+    }
 }
 
 #[cfg(test)]
@@ -94,5 +151,25 @@ mod tests {
         assert_eq!(&gather(body, 2).await.unwrap()[..], b"abcdef");
         let empty = frames(vec![]);
         assert!(gather(empty, 0).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn chunks_go_out_in_order_with_their_exact_length_and_no_empty_frames() {
+        let body = Chunks::new(vec![
+            Bytes::from_static(b"{\"inputs\":[]}"),
+            Bytes::new(),
+            Bytes::from_static(&[1, 2, 3, 4]),
+        ]);
+        assert_eq!(http_body::Body::size_hint(&body).exact(), Some(17));
+        let mut body = body;
+        let mut frames = Vec::new();
+        while let Some(frame) = body.frame().await {
+            frames.push(frame.unwrap().into_data().unwrap());
+        }
+        assert_eq!(frames.len(), 2, "the empty buffer sends no frame");
+        assert_eq!(&frames[1][..], &[1, 2, 3, 4]);
+        assert!(http_body::Body::is_end_stream(&body));
+        let one = Chunks::from(Bytes::from_static(b"abc"));
+        assert_eq!(http_body::Body::size_hint(&one).exact(), Some(3));
     }
 }

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, header};
-use http_body_util::Full;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -18,6 +17,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject as _;
 
+use crate::body::Chunks;
 use crate::code::Code;
 use crate::error::{Error, ErrorBody};
 use crate::options::ClientOptions;
@@ -49,8 +49,8 @@ pub struct Transport {
 /// The connection pool, cleartext or TLS: the connector types differ.
 #[derive(Clone, Debug)]
 enum Pool {
-    Plain(HyperClient<HttpConnector, Full<Bytes>>),
-    Tls(HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>),
+    Plain(HyperClient<HttpConnector, Chunks>),
+    Tls(HyperClient<HttpsConnector<HttpConnector>, Chunks>),
 }
 
 impl Transport {
@@ -190,13 +190,15 @@ impl Transport {
         path_and_query: &str,
         body: Option<(Bytes, &'static str)>,
     ) -> Result<Bytes, Error> {
+        let body = body.map(|(bytes, content_type)| (Chunks::from(bytes), content_type));
         self.exchange(method, path_and_query, body, &[])
             .await
             .map(|(_, body)| body)
     }
 
     /// [`Transport::send`] with `extra` request headers, answering the response's headers too
-    /// (the binary infer form frames its body with one).
+    /// (the binary infer form frames its body with one). The body is [`Chunks`]: buffers sent one
+    /// after another, so a binary infer request goes out without joining its tensors into one.
     ///
     /// # Errors
     /// As [`Transport::send`]. A `/v2` error (`{"error": "..."}`) carries the code the server
@@ -211,7 +213,7 @@ impl Transport {
         &self,
         method: Method,
         path_and_query: &str,
-        body: Option<(Bytes, &'static str)>,
+        body: Option<(Chunks, &'static str)>,
         extra: &[(&'static str, HeaderValue)],
     ) -> Result<(HeaderMap, Bytes), Error> {
         let uri = format!("{}{}", self.base, path_and_query);
@@ -225,10 +227,10 @@ impl Transport {
         for (name, value) in extra {
             req = req.header(*name, value.clone());
         }
-        let (bytes, content_type) = body.unwrap_or((Bytes::new(), "application/json"));
+        let (chunks, content_type) = body.unwrap_or((Chunks::new(Vec::new()), "application/json"));
         let req = req
             .header(header::CONTENT_TYPE, content_type)
-            .body(Full::new(bytes))
+            .body(chunks)
             .map_err(|e| {
                 Error::new(Code::InvalidArgument, format!("bad request for {uri}: {e}"))
             })?;

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderValue, Method};
+use wasmrpc_client::body::Chunks;
 use wasmrpc_client::transport::Transport;
 use wasmrpc_client::{Client, Tensor};
 use wasmrpc_host::internals::{Runtime, RuntimeConfig, ServeOptions, serve_connections};
@@ -105,7 +106,7 @@ async fn infer_binary(t: &Transport, model: &str, inputs: &[(&str, &Tensor)]) ->
         .exchange(
             Method::POST,
             &format!("/v2/models/{model}/infer"),
-            Some((Bytes::from(encoded.chunks.concat()), headers::OCTET_STREAM)),
+            Some((Chunks::new(encoded.chunks), headers::OCTET_STREAM)),
             &[(
                 headers::INFERENCE_HEADER_CONTENT_LENGTH,
                 HeaderValue::from(encoded.header_length),
@@ -197,8 +198,11 @@ async fn p4(server: &Server, baseline: &str) {
         return;
     }
     if std::env::args().any(|a| a == "profile") {
-        // Only the binary side, for a profiler; each call's time on stderr.
+        // Only the binary side, for a profiler; each call's time on stderr. `ROWS_GAP_MS` waits
+        // that long between calls, as a server sees sporadic large calls.
+        let gap = std::env::var("ROWS_GAP_MS").map_or(0, |ms| ms.parse().expect("milliseconds"));
         for _ in 0..40 {
+            tokio::time::sleep(Duration::from_millis(gap)).await;
             let started = Instant::now();
             infer_binary(&t, "identity", &[("x", &x)]).await;
             eprint!("{:.1} ", started.elapsed().as_secs_f64() * 1e3);
@@ -216,10 +220,12 @@ async fn p4(server: &Server, baseline: &str) {
     let (mut binary, mut json, mut echoed) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..3 {
         let inputs = [("x", &x)];
-        binary.push(median_ms(3, || infer_binary(&t, "identity", &inputs)).await);
+        // Seven binary calls and echoes a round (about 20 ms each) against one JSON call (about
+        // half a second): the median of each round stands for that round.
+        binary.push(median_ms(7, || infer_binary(&t, "identity", &inputs)).await);
         json.push(median_ms(1, || identity_json(&t, &values)).await);
         echoed.push(
-            median_ms(3, || async {
+            median_ms(7, || async {
                 let out = echo
                     .send(
                         Method::POST,

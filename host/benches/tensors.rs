@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderValue, Method};
+use wasmrpc_client::body::Chunks;
 use wasmrpc_client::transport::Transport;
 use wasmrpc_client::{Client, Encoding, Tensor};
 use wasmrpc_host::Server;
@@ -87,7 +88,7 @@ async fn v2_binary(t: &Transport, a: &Tensor, b: &Tensor) -> Vec<f32> {
         .exchange(
             Method::POST,
             "/v2/models/add_float32/infer",
-            Some((Bytes::from(encoded.chunks.concat()), headers::OCTET_STREAM)),
+            Some((Chunks::new(encoded.chunks), headers::OCTET_STREAM)),
             &[(
                 headers::INFERENCE_HEADER_CONTENT_LENGTH,
                 HeaderValue::from(encoded.header_length),

@@ -10,6 +10,7 @@ use http::{HeaderValue, Method};
 use wasmrpc_proto::{headers, kserve};
 
 use super::{Client, Encoding, StatusOrResult, check_name, decode};
+use crate::body::Chunks;
 use crate::code::Code;
 use crate::error::Error;
 use crate::signature::TensorSpec;
@@ -319,7 +320,8 @@ impl Client {
             .exchange(
                 Method::POST,
                 &path,
-                Some((Bytes::from(encoded.chunks.concat()), headers::OCTET_STREAM)),
+                // The header and each tensor's bytes as they are, not joined into one buffer.
+                Some((Chunks::new(encoded.chunks), headers::OCTET_STREAM)),
                 &[(
                     headers::INFERENCE_HEADER_CONTENT_LENGTH,
                     HeaderValue::from(encoded.header_length),

@@ -1,11 +1,7 @@
 //! Request bodies read under a size limit and a time limit (refusing oversized ones before
-//! reading past it and slow ones when the whole body has not arrived in time), and response
-//! bodies sent as the buffers they already are ([`Chunks`]).
+//! reading past it and slow ones when the whole body has not arrived in time). Response bodies
+//! of several buffers go out as [`wasmrpc_client::body::Chunks`].
 
-use std::collections::VecDeque;
-use std::convert::Infallible;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -82,47 +78,5 @@ pub async fn read_limited(
                 format!("reading the request body failed: {e}"),
             ))
         }
-    }
-}
-
-/// A response body of buffers sent one after another without joining them, with its exact
-/// length known up front (so it goes out with a `Content-Length`, not chunked).
-pub struct Chunks {
-    chunks: VecDeque<Bytes>,
-    remaining: u64,
-}
-
-impl Chunks {
-    /// The body made of `chunks`, in order.
-    pub fn new(chunks: Vec<Bytes>) -> Self {
-        let remaining = chunks.iter().map(|c| c.len() as u64).sum();
-        Chunks {
-            chunks: chunks.into_iter().filter(|c| !c.is_empty()).collect(),
-            remaining,
-        }
-    }
-}
-
-impl http_body::Body for Chunks {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        let next = self.chunks.pop_front();
-        if let Some(chunk) = &next {
-            self.remaining -= chunk.len() as u64;
-        }
-        Poll::Ready(next.map(|c| Ok(http_body::Frame::data(c))))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.chunks.is_empty()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        http_body::SizeHint::with_exact(self.remaining)
     }
 }

@@ -22,9 +22,10 @@ use wasmrpc_proto::{Code, Tensor, headers};
 
 use super::AppState;
 use super::auth::Tenant;
-use super::body::{Chunks, read_call_body};
+use super::body::read_call_body;
 use super::error::ApiError;
 use super::routes::Routes;
+use wasmrpc_client::body::Chunks;
 
 /// Error bodies above this size are not rewritten (none of ours comes near it).
 const MAX_ERROR_BODY: usize = 64 << 10;
