@@ -54,12 +54,28 @@ where
 /// up front (so it goes out with a `Content-Length`, not chunked): the server's binary infer
 /// answers, and the client's binary infer requests (a small JSON header, then each tensor's
 /// bytes where they already are).
+#[derive(Clone, Debug)]
 pub struct Chunks {
     chunks: VecDeque<Bytes>,
     remaining: u64,
 }
 
 impl Chunks {
+    /// How many bytes are left to send.
+    pub fn len(&self) -> u64 {
+        self.remaining
+    }
+
+    /// Whether nothing is left to send.
+    pub fn is_empty(&self) -> bool {
+        self.remaining == 0
+    }
+
+    /// The buffers left to send, in order (none of them empty).
+    pub fn into_chunks(self) -> VecDeque<Bytes> {
+        self.chunks
+    }
+
     /// The body made of `chunks`, in order.
     pub fn new(chunks: Vec<Bytes>) -> Self {
         let remaining = chunks.iter().map(|c| c.len() as u64).sum();

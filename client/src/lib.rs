@@ -54,6 +54,7 @@ pub mod blocking;
 pub mod body;
 pub mod client;
 pub mod cluster;
+mod connection;
 mod options;
 pub mod transport;
 

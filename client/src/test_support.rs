@@ -33,7 +33,12 @@ pub(crate) struct RecordingServer {
 
 impl RecordingServer {
     pub(crate) fn start() -> RecordingServer {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        RecordingServer::start_on("127.0.0.1:0")
+    }
+
+    /// A server on `address` (a port another server just gave up, say).
+    pub(crate) fn start_on(address: &str) -> RecordingServer {
+        let listener = std::net::TcpListener::bind(address).unwrap();
         listener.set_nonblocking(true).unwrap();
         let address = listener.local_addr().unwrap().to_string();
         let seen = Arc::new(Mutex::new(Vec::new()));

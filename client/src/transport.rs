@@ -1,24 +1,20 @@
-//! One HTTP connection pool per client: HTTP/2 with prior knowledge over plain TCP (`http://`)
-//! or HTTP/2 over TLS by ALPN (`https://`), so many concurrent calls share one connection; every
-//! request names the client and carries its key.
+//! One HTTP/2 connection per client (`connection.rs`): with prior knowledge over plain TCP
+//! (`http://`) or over TLS by ALPN (`https://`), so many concurrent calls share one connection;
+//! every request names the client and carries its key.
 //!
 //! It knows nothing of the client above it: it takes a base URL, a name and [`ClientOptions`],
 //! so it can also be used alone (tests poll a TLS server's `/readyz` with it).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, header};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client as HyperClient;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
-use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, ServerName};
 
 use crate::body::Chunks;
 use crate::code::Code;
+use crate::connection::{self, Connection, Target};
 use crate::error::{Error, ErrorBody};
 use crate::options::ClientOptions;
 
@@ -29,7 +25,7 @@ use crate::options::ClientOptions;
 /// ```
 pub const CLIENT_NAME_HEADER: &str = wasmrpc_proto::headers::CLIENT_NAME;
 
-/// A pooled HTTP/2 connection to one server.
+/// An HTTP/2 connection to one server, shared by its clones.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), wasmrpc_client::Error> {
@@ -38,19 +34,23 @@ pub const CLIENT_NAME_HEADER: &str = wasmrpc_proto::headers::CLIENT_NAME;
 /// let body = transport.send(http::Method::GET, "/v1/methods", None).await?;
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Transport {
     base: String,
     name: HeaderValue,
     key: Option<HeaderValue>,
-    http: Pool,
+    tls: bool,
+    connection: Arc<Connection>,
 }
 
-/// The connection pool, cleartext or TLS: the connector types differ.
-#[derive(Clone, Debug)]
-enum Pool {
-    Plain(HyperClient<HttpConnector, Chunks>),
-    Tls(HyperClient<HttpsConnector<HttpConnector>, Chunks>),
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transport")
+            .field("base", &self.base)
+            .field("name", &self.name)
+            .field("key", &self.key.as_ref().map(|_| "<redacted>"))
+            .finish_non_exhaustive()
+    }
 }
 
 impl Transport {
@@ -91,24 +91,26 @@ impl Transport {
     /// ```
     pub fn with_options(base: &str, name: &str, options: &ClientOptions) -> Result<Self, Error> {
         let base = base.trim_end_matches('/').to_owned();
-        let tls = base
-            .parse::<Uri>()
-            .ok()
-            .filter(|u| u.authority().is_some())
-            .and_then(|u| match u.scheme_str() {
-                Some("http") => Some(false),
-                Some("https") => Some(true),
-                _ => None,
-            })
-            .ok_or_else(|| {
-                Error::new(
-                    Code::InvalidArgument,
-                    format!(
-                        "`{base}` is not a server address like http://127.0.0.1:8080 or \
-                         https://example.com:8443"
-                    ),
-                )
-            })?;
+        let not_an_address = || {
+            Error::new(
+                Code::InvalidArgument,
+                format!(
+                    "`{base}` is not a server address like http://127.0.0.1:8080 or \
+                     https://example.com:8443"
+                ),
+            )
+        };
+        let uri = base.parse::<Uri>().map_err(|_| not_an_address())?;
+        let tls = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            _ => return Err(not_an_address()),
+        };
+        let host = uri
+            .host()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(not_an_address)?;
+        let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
         let name = HeaderValue::from_str(name).map_err(|_| {
             Error::new(
                 Code::InvalidArgument,
@@ -129,38 +131,27 @@ impl Transport {
             .map_err(|_| {
                 Error::new(Code::InvalidArgument, "the key is not a valid header value")
             })?;
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(Duration::from_secs(10)));
-        // HTTP/2 only, over TLS too (ALPN offers just `h2`): every call shares one connection.
-        let mut builder = HyperClient::builder(TokioExecutor::new());
-        builder
-            .timer(TokioTimer::new())
-            .pool_timer(TokioTimer::new())
-            .http2_only(true)
-            // Tensors are megabytes: windows and frames sized for them, not for web pages (a
-            // 16 MiB tensor took a thousand 16 KiB frames and many window updates).
-            .http2_initial_stream_window_size(8 << 20)
-            .http2_initial_connection_window_size(16 << 20)
-            .http2_max_frame_size(1 << 20)
-            .http2_keep_alive_interval(Some(Duration::from_secs(20)));
-        let http = if tls {
-            // The TLS connector hands `https` addresses to the TCP connector below it.
-            connector.enforce_http(false);
-            let connector = hyper_rustls::HttpsConnectorBuilder::new()
-                .with_tls_config(tls_config(&options.ca_certs_pem)?)
-                .https_only()
-                .enable_http2()
-                .wrap_connector(connector);
-            Pool::Tls(builder.build(connector))
+        let tls_to = if tls {
+            // The certificate must name the host (an IP address's brackets are not part of it).
+            let server = ServerName::try_from(host.trim_matches(['[', ']']).to_owned())
+                .map_err(|_| not_an_address())?;
+            Some((
+                connection::tls_connector(tls_config(&options.ca_certs_pem)?),
+                server,
+            ))
         } else {
-            Pool::Plain(builder.build(connector))
+            None
         };
+        let connection = Connection::new(Target {
+            address: format!("{host}:{port}"),
+            tls: tls_to,
+        });
         Ok(Transport {
             base,
             name,
             key,
-            http,
+            tls,
+            connection: Arc::new(connection),
         })
     }
 
@@ -217,37 +208,35 @@ impl Transport {
         extra: &[(&'static str, HeaderValue)],
     ) -> Result<(HeaderMap, Bytes), Error> {
         let uri = format!("{}{}", self.base, path_and_query);
+        let (chunks, content_type) = body.unwrap_or((Chunks::new(Vec::new()), "application/json"));
         let mut req = Request::builder()
-            .method(method)
+            .method(method.clone())
             .uri(&uri)
-            .header(CLIENT_NAME_HEADER, self.name.clone());
+            .header(CLIENT_NAME_HEADER, self.name.clone())
+            .header(header::CONTENT_TYPE, content_type);
         if let Some(key) = &self.key {
             req = req.header(header::AUTHORIZATION, key.clone());
         }
         for (name, value) in extra {
             req = req.header(*name, value.clone());
         }
-        let (chunks, content_type) = body.unwrap_or((Chunks::new(Vec::new()), "application/json"));
-        let req = req
-            .header(header::CONTENT_TYPE, content_type)
-            .body(chunks)
-            .map_err(|e| {
-                Error::new(Code::InvalidArgument, format!("bad request for {uri}: {e}"))
-            })?;
-        let response = match &self.http {
-            Pool::Plain(http) => http.request(req).await,
-            Pool::Tls(http) => http.request(req).await,
-        };
-        let response = response.map_err(|e| {
-            let chain = error_chain(&e);
-            let tls = matches!(self.http, Pool::Tls(_));
+        // As hyper does: a length for any body, and for an empty one where a body is expected.
+        let length = chunks.len();
+        if length > 0 || [Method::POST, Method::PUT, Method::PATCH].contains(&method) {
+            req = req.header(header::CONTENT_LENGTH, length);
+        }
+        let req = req.body(()).map_err(|e| {
+            Error::new(Code::InvalidArgument, format!("bad request for {uri}: {e}"))
+        })?;
+        let response = self.connection.send(req, chunks).await.map_err(|failure| {
+            let chain = error_chain(failure.error.as_ref());
             // What these low-level errors usually mean, said in the terms of this API.
             let hint = if chain.contains("invalid peer certificate") {
                 "; to trust a private CA, give its certificate (Client::builder(..).ca_cert_pem, \
                  or --ca-cert in the CLI)"
-            } else if tls && chain.contains("InvalidContentType") {
+            } else if self.tls && chain.contains("InvalidContentType") {
                 "; the server does not seem to speak TLS: try rpc_layer `http` (an http:// address)"
-            } else if !tls && chain.contains("frame with invalid size") {
+            } else if !self.tls && chain.contains("frame with invalid size") {
                 "; the server may be serving TLS: try rpc_layer `https` (an https:// address)"
             } else {
                 ""
@@ -342,4 +331,76 @@ fn error_from_response(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> 
             String::from_utf8_lossy(&body[..body.len().min(512)])
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::test_support::RecordingServer;
+
+    #[tokio::test]
+    async fn a_closed_connection_is_opened_again_for_the_next_request() {
+        let first = RecordingServer::start();
+        let address = first.address.clone();
+        let transport = Transport::new(&format!("http://{address}"), "t", None).unwrap();
+        transport
+            .send(Method::GET, "/v1/methods", None)
+            .await
+            .unwrap();
+        drop(first); // the server stops, and its connection with it
+        // Let this runtime see the connection close (a request racing that close could be lost
+        // with it, and is not sent again: it may have reached the server).
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let second = RecordingServer::start_on(&address);
+        let answer = transport.send(Method::GET, "/v1/methods", None).await;
+        assert_eq!(&answer.unwrap()[..], br#"{"methods":[]}"#);
+        assert_eq!(
+            second.take_requests().len(),
+            1,
+            "sent once, on a new connection"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_request_carries_its_length_and_name_and_a_get_no_length() {
+        let server = RecordingServer::start();
+        let transport = Transport::new(&format!("http://{}", server.address), "t", None).unwrap();
+        let body = Chunks::new(vec![
+            Bytes::from_static(b"{\"a\":"),
+            Bytes::from_static(b"1}"),
+        ]);
+        transport
+            .exchange(Method::POST, "/v1/x", Some((body, "application/json")), &[])
+            .await
+            .unwrap();
+        transport
+            .send(Method::GET, "/v1/methods", None)
+            .await
+            .unwrap();
+        let seen = server.take_requests();
+        assert_eq!(seen[0].header("content-length"), Some("7"));
+        assert_eq!(seen[0].header("x-wasmrpc-client"), Some("t"));
+        assert_eq!(
+            seen[1].header("content-length"),
+            None,
+            "a GET without a body has none"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_server_is_unavailable_and_says_where() {
+        let address = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap()
+        }; // nothing listens there now
+        let transport = Transport::new(&format!("http://{address}"), "t", None).unwrap();
+        let err = transport
+            .send(Method::GET, "/healthz", None)
+            .await
+            .unwrap_err();
+        assert!(err.is_unavailable(), "{err}");
+        assert!(err.to_string().contains(&address.to_string()), "{err}");
+    }
 }
