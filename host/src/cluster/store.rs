@@ -87,6 +87,19 @@ fn nats_err(what: &str, e: impl std::fmt::Display) -> RegistryError {
 }
 
 impl NatsRegistry {
+    /// The revision of `k` if it holds exactly `record`: this worker's own write, which NATS
+    /// stored but whose acknowledgement was lost (NATS restarting as it landed), so the client
+    /// sent it again and was told the key exists. That write is this registration, not another
+    /// worker's taking of the version (whose record would differ, at least in its time).
+    async fn own_write(&self, k: &str, record: &Bytes) -> Option<u64> {
+        match self.kv.entry(k).await {
+            Ok(Some(entry)) if entry.operation == Operation::Put && entry.value == *record => {
+                Some(entry.revision)
+            }
+            _ => None,
+        }
+    }
+
     /// Open (creating if needed) the buckets, load every registration, and start following the
     /// bucket: returns when the index holds everything committed before it was called.
     ///
@@ -426,11 +439,18 @@ impl Registry for NatsRegistry {
                 signature: new.signature.clone(),
             };
             let k = key(new.tenant.as_str(), &new.name, version);
-            match self
-                .kv
-                .create(&k, Bytes::from(record::encode(&registration)))
-                .await
-            {
+            let record = Bytes::from(record::encode(&registration));
+            let created = match self.kv.create(&k, record.clone()).await {
+                Ok(revision) => Ok(revision),
+                Err(e) if e.kind() == CreateErrorKind::AlreadyExists => {
+                    match self.own_write(&k, &record).await {
+                        Some(revision) => Ok(revision),
+                        None => Err(e),
+                    }
+                }
+                Err(e) => Err(e),
+            };
+            match created {
                 Ok(revision) => {
                     if let Some(why) = self
                         .over_quota_at(&new, &digest, component.len() as u64, revision)
