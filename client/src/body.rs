@@ -1,7 +1,7 @@
 //! HTTP bodies both ways: one read into one buffer as its frames arrive ([`gather`]: the client
 //! reads answers this way, and the server (`wasmrpc-host`) call bodies), and one sent as the
-//! buffers it already is ([`Chunks`]: the client's binary infer requests, the server's binary
-//! infer answers).
+//! buffers it already is ([`Chunks`]: every request the client sends, so a binary infer's
+//! tensors go out where they are; the server's binary infer answers).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -52,7 +52,7 @@ where
 
 /// A body of buffers sent one after another without joining them, with its exact length known
 /// up front (so it goes out with a `Content-Length`, not chunked): the server's binary infer
-/// answers, and the client's binary infer requests (a small JSON header, then each tensor's
+/// answers, and the client's requests (a binary infer's small JSON header, then each tensor's
 /// bytes where they already are).
 #[derive(Clone, Debug)]
 pub struct Chunks {
