@@ -72,8 +72,8 @@ impl Chunks {
     }
 
     /// The buffers left to send, in order (none of them empty).
-    pub fn into_chunks(self) -> VecDeque<Bytes> {
-        self.chunks
+    pub fn buffers(&self) -> impl ExactSizeIterator<Item = &Bytes> {
+        self.chunks.iter()
     }
 
     /// The body made of `chunks`, in order.

@@ -105,14 +105,15 @@ impl Connection {
     pub async fn send(
         &self,
         request: Request<()>,
-        body: Chunks,
+        body: &Chunks,
     ) -> Result<Response<Received>, Failure> {
         let mut seen = None;
         let mut attempts = 0;
         loop {
             attempts += 1;
             let (sender, generation) = self.sender(seen).await?;
-            match send_on(sender, clone_head(&request), body.clone()).await {
+            // The head is copied for each attempt: h2 takes it, and a retry needs it again.
+            match send_on(sender, clone_head(&request), body).await {
                 Ok(response) => return Ok(response),
                 Err(failure) if failure.unsent && attempts < 2 => seen = Some(generation),
                 Err(failure) => return Err(failure),
@@ -154,15 +155,15 @@ fn clone_head(request: &Request<()>) -> Request<()> {
 async fn send_on(
     sender: SendRequest<Bytes>,
     request: Request<()>,
-    body: Chunks,
+    body: &Chunks,
 ) -> Result<Response<Received>, Failure> {
     let mut sender = sender.ready().await.map_err(Failure::unsent)?;
-    let mut chunks = body.into_chunks();
     let (response, mut stream) = sender
-        .send_request(request, chunks.is_empty())
+        .send_request(request, body.is_empty())
         .map_err(Failure::unsent)?;
-    while let Some(chunk) = chunks.pop_front() {
-        if stream.send_data(chunk, chunks.is_empty()).is_err() {
+    let last = body.buffers().len();
+    for (i, chunk) in body.buffers().enumerate() {
+        if stream.send_data(chunk.clone(), i + 1 == last).is_err() {
             // The stream closed under us: the server answered (a body over its limit, say)
             // without reading the whole body, or reset the stream. Its answer says which.
             break;

@@ -228,7 +228,7 @@ impl Transport {
         let req = req.body(()).map_err(|e| {
             Error::new(Code::InvalidArgument, format!("bad request for {uri}: {e}"))
         })?;
-        let response = self.connection.send(req, chunks).await.map_err(|failure| {
+        let response = self.connection.send(req, &chunks).await.map_err(|failure| {
             let chain = error_chain(failure.error.as_ref());
             // What these low-level errors usually mean, said in the terms of this API.
             let hint = if chain.contains("invalid peer certificate") {
