@@ -15,9 +15,11 @@
 //! Handing a call to a lane costs two thread wake-ups, which is most of what a small call costs.
 //! So while only one tenant has called lately (nobody to be fair to), a call's first turn runs
 //! right where its request arrived ([`Lanes::run`]): a quick call ends there. A call still
-//! running at its first epoch tick moves to its lane then, so no slow guest holds an HTTP thread
-//! for more than a tick. Once a second tenant calls, a busy tenant's calls (lanes below the top)
-//! go to their lane from the start, for [`CONTENDED_FOR`] after the tenants last took turns;
+//! running at its first yield moves to its lane then. A guest yields at the first epoch tick
+//! after it has run `FIRST_TURN_AT_LEAST` (`runtime/config.rs`), so no slow guest holds an
+//! HTTP thread for more than that and a tick, and a quick call a tick lands in stays. Once a
+//! second tenant calls, a busy tenant's calls (lanes below the top) go to their lane from the
+//! start, for [`CONTENDED_FOR`] after the tenants last took turns;
 //! a tenant's only call still starts inline, on an HTTP thread that answers at the same
 //! priority as the top lane.
 //!
@@ -192,7 +194,7 @@ impl Lanes {
         // An HTTP worker of `wasmrpc serve` takes the answering side of a split CPU set.
         self.reserve.follow_if_answering();
         if placement.inline_first_turn {
-            // One poll: a guest that yields at its first epoch tick is a slow call.
+            // One poll: a guest that yields in it is a slow call.
             let turn = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx)));
             if let Poll::Ready(out) = pin!(turn).await {
                 return Ok(out);

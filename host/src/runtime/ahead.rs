@@ -127,7 +127,8 @@ impl Ready {
         let state = store.data_mut();
         state.made_ahead = false;
         state.limiter.set_memory_cap(memory);
-        state.deadline_at = Instant::now() + deadline;
+        state.started_at = Instant::now();
+        state.deadline_at = state.started_at + deadline;
         // One tick from now, as a new store's: ticks may have passed while it waited.
         store.set_epoch_deadline(1);
         CALLS_IN_READY_INSTANCES.fetch_add(1, Ordering::Relaxed);

@@ -5,10 +5,19 @@ use std::time::Duration;
 pub use super::compiler::Compiler;
 
 /// How often the epoch ticker advances; a guest past its deadline stops within about one tick,
-/// and a running guest yields its worker thread at every tick. 2 ms rather than 10 keeps other
+/// and a running guest yields its worker thread at every tick (once it has run
+/// [`FIRST_TURN_AT_LEAST`]). 2 ms rather than 10 keeps other
 /// tenants' latency close to its baseline while guests spin (see docs/limits.md); the ticker's
 /// own cost is one wake-up per tick.
 pub const EPOCH_TICK: Duration = Duration::from_millis(2);
+
+/// How long a call runs before an epoch tick makes it yield. A tick lands anywhere in a call,
+/// and a call that yields in its first turn on an HTTP thread is handed to its lane
+/// (`execute/lanes.rs`): two thread wake-ups, which took a scalar call from about 70 µs to
+/// about 290 µs. Without this, one call in a few hundred was a quick call a tick happened to
+/// land in (docs/benchmarks.md, "A tick in a quick call"). A guest still yields within this
+/// plus one tick.
+pub const FIRST_TURN_AT_LEAST: Duration = Duration::from_micros(500);
 
 /// MiB of each pooled linear memory kept resident between calls (`--keep-resident-mib`): room
 /// for a call on a 16 MiB tensor with the guest's own stack and heap beside it. 1 MiB (the

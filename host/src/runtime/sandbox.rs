@@ -14,6 +14,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::bindings::panic::report;
 use super::bindings::{Level, wasmrpc::tensor::log};
+use super::config::FIRST_TURN_AT_LEAST;
 use super::guest_log::GuestLog;
 use super::limits::CallLimiter;
 
@@ -31,6 +32,8 @@ pub struct CallState {
     /// Set while the instance is made ahead of its call (`runtime/ahead.rs`): there is no task
     /// to yield to then, so a tick before the deadline lets the guest go on.
     pub made_ahead: bool,
+    /// When the call began: ticks before [`FIRST_TURN_AT_LEAST`] from then let the guest go on.
+    pub started_at: Instant,
 }
 
 impl CallState {
@@ -43,6 +46,7 @@ impl CallState {
             log: GuestLog::new(log_cap),
             deadline_at,
             made_ahead: false,
+            started_at: Instant::now(),
         }
     }
 }
@@ -89,9 +93,13 @@ pub fn new_store(
     store.limiter(|s| &mut s.limiter);
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(|cx| {
-        if Instant::now() >= cx.data().deadline_at {
+        let now = Instant::now();
+        let state = cx.data();
+        if now >= state.deadline_at {
             Err(wasmtime::Error::new(DeadlinePassed))
-        } else if cx.data().made_ahead {
+        } else if state.made_ahead || now - state.started_at < FIRST_TURN_AT_LEAST {
+            // Made ahead: no task to yield to yet. A quick call a tick happened to land in:
+            // not a slow one, so it keeps its thread (`config.rs`).
             Ok(UpdateDeadline::Continue(1))
         } else {
             // Yield to tokio at every tick so a spinning guest shares its worker thread.
@@ -154,7 +162,89 @@ impl report::Host for CallState {
 
 #[cfg(test)]
 mod tests {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    use wasmtime::Config;
+    use wasmtime::component::{Component, Linker};
+
     use super::*;
+
+    /// A component whose export `run` loops a thousand times; the loop checks the epoch.
+    const LOOPS: &str = r#"(component
+        (core module $m
+            (func (export "run") (local $i i32)
+                (loop $l
+                    (local.set $i (i32.add (local.get $i) (i32.const 1)))
+                    (br_if $l (i32.lt_u (local.get $i) (i32.const 1000))))))
+        (core instance $i (instantiate $m))
+        (func (export "run") (canon lift (core func $i "run"))))"#;
+
+    /// How the first poll of a call of `run` ends when a tick has passed since its store was
+    /// made: `Some(Ok)` done, `Some(Err)` failed, `None` yielded. The call began at `began`
+    /// and ends at `deadline_at`.
+    fn first_poll_after_a_tick(began: Instant, deadline_at: Instant) -> Option<Result<(), String>> {
+        let mut config = Config::new();
+        config.wasm_component_model(true).epoch_interruption(true);
+        let engine = Engine::new(&config).unwrap();
+        let component = Component::new(&engine, wat::parse_str(LOOPS).unwrap()).unwrap();
+        let limits = StoreLimits {
+            table_elements: 100,
+            max_core_instances: 10,
+            max_tables: 10,
+            max_memories: 10,
+            guest_log_bytes: 1024,
+        };
+        let mut store = new_store(&engine, &limits, Duration::from_secs(10), 1 << 20);
+        let mut cx = Context::from_waker(Waker::noop());
+        let linker = Linker::<CallState>::new(&engine);
+        let Poll::Ready(instance) =
+            pin!(linker.instantiate_async(&mut store, &component)).poll(&mut cx)
+        else {
+            panic!("instantiation waited");
+        };
+        let run = instance
+            .unwrap()
+            .get_typed_func::<(), ()>(&mut store, "run")
+            .unwrap();
+        store.data_mut().started_at = began;
+        store.data_mut().deadline_at = deadline_at;
+        engine.increment_epoch();
+        match pin!(run.call_async(&mut store, ())).poll(&mut cx) {
+            Poll::Ready(result) => Some(result.map_err(|e| format!("{e:?}"))),
+            Poll::Pending => None,
+        }
+    }
+
+    #[test]
+    fn a_tick_in_a_call_that_has_just_begun_lets_it_go_on() {
+        // "Just begun" an hour from now, so that however long this thread is preempted the
+        // call is still in its first turn when the guest sees the tick.
+        let began = Instant::now() + Duration::from_secs(3600);
+        let far = Instant::now() + Duration::from_secs(7200);
+        assert_eq!(first_poll_after_a_tick(began, far), Some(Ok(())));
+    }
+
+    #[test]
+    fn a_tick_in_a_call_past_its_first_turn_yields() {
+        let began = Instant::now() - FIRST_TURN_AT_LEAST * 2;
+        let far = Instant::now() + Duration::from_secs(3600);
+        assert_eq!(first_poll_after_a_tick(began, far), None);
+    }
+
+    #[test]
+    fn a_call_past_its_deadline_stops_at_a_tick_even_in_its_first_turn() {
+        let began = Instant::now() + Duration::from_secs(3600);
+        let passed = Instant::now() - Duration::from_millis(1);
+        let stopped = first_poll_after_a_tick(began, passed).expect("stopped, not yielded");
+        assert!(
+            stopped
+                .as_ref()
+                .is_err_and(|e| e.contains("deadline passed")),
+            "{stopped:?}"
+        );
+    }
 
     #[test]
     fn panic_message_bytes_are_appended_lowest_first_at_most_eight_at_a_time() {
