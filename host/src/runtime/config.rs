@@ -6,9 +6,9 @@ pub use super::compiler::Compiler;
 
 /// How often the epoch ticker advances; a guest past its deadline stops within about one tick,
 /// and a running guest yields its worker thread at every tick (once it has run
-/// [`FIRST_TURN_AT_LEAST`]). 2 ms rather than 10 keeps other
-/// tenants' latency close to its baseline while guests spin (see docs/limits.md); the ticker's
-/// own cost is one wake-up per tick.
+/// [`FIRST_TURN_AT_LEAST`]). 2 ms rather than 10 keeps other tenants' latency close to its
+/// baseline while guests spin (see docs/limits.md); the ticker's own cost is one wake-up per
+/// tick.
 pub const EPOCH_TICK: Duration = Duration::from_millis(2);
 
 /// How long a call runs before an epoch tick makes it yield. A tick lands anywhere in a call,

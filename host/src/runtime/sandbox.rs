@@ -97,7 +97,9 @@ pub fn new_store(
         let state = cx.data();
         if now >= state.deadline_at {
             Err(wasmtime::Error::new(DeadlinePassed))
-        } else if state.made_ahead || now - state.started_at < FIRST_TURN_AT_LEAST {
+        } else if state.made_ahead
+            || now.saturating_duration_since(state.started_at) < FIRST_TURN_AT_LEAST
+        {
             // Made ahead: no task to yield to yet. A quick call a tick happened to land in:
             // not a slow one, so it keeps its thread (`config.rs`).
             Ok(UpdateDeadline::Continue(1))
