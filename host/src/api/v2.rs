@@ -15,6 +15,7 @@ use axum::body::Body;
 use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
+use wasmrpc_client::body::Chunks;
 use wasmrpc_proto::kserve::{
     self, InferOutput, InferRequestError, InferResponse, ModelConfig, ModelMetadata, ServerMetadata,
 };
@@ -25,7 +26,6 @@ use super::auth::Tenant;
 use super::body::read_call_body;
 use super::error::ApiError;
 use super::routes::Routes;
-use wasmrpc_client::body::Chunks;
 
 /// Error bodies above this size are not rewritten (none of ours comes near it).
 const MAX_ERROR_BODY: usize = 64 << 10;
