@@ -51,7 +51,8 @@
 #![warn(missing_docs, clippy::missing_errors_doc, clippy::missing_panics_doc)]
 
 pub mod blocking;
-pub mod body;
+/// HTTP bodies both ways (the contract crate's, shared with the server).
+pub use wasmrpc_proto::body;
 pub mod client;
 pub mod cluster;
 mod connection;

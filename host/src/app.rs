@@ -74,10 +74,10 @@ impl App {
             .is_some()
             .then_some(config.tenant_defaults.max_concurrent_calls);
         let app = App::assemble(config, registry, Some(cluster.clone()))?;
-        app.service.share_rates(Arc::new(cluster.rates()));
+        let admission = app.service.admission();
+        admission.share_rates(Arc::new(cluster.rates()));
         if let Some(per_worker) = slots_default {
-            app.service
-                .share_slots(Arc::new(cluster.slots()), per_worker);
+            admission.share_slots(Arc::new(cluster.slots()), per_worker);
         }
         if let Some(directory) = app.access.directory() {
             cluster
@@ -144,12 +144,18 @@ impl App {
             runtime_config.artifact_cache = Some(config.data_dir.join("artifacts"));
         }
         let runtime = Runtime::new(runtime_config)?;
-        let service = Arc::new(Service::new(
+        let mut service = Service::new(
             Arc::new(runtime),
             registry,
             Arc::new(Metrics::default()),
             config.tenant_max_queued,
-        ));
+        );
+        if let Some(cluster) = &cluster {
+            // Calls placed on a worker go through the cluster's executor, which runs this
+            // worker's share on the service's own local executor.
+            service.join_cluster(cluster.executor(service.local_executor()), cluster.clone());
+        }
+        let service = Arc::new(service);
         for notice in &notices {
             tracing::warn!("{notice}");
         }
@@ -200,7 +206,6 @@ impl App {
             service: self.service.clone(),
             limits: self.config.http.clone(),
             access: self.access.clone(),
-            cluster: self.cluster.clone(),
         });
         // A worker leaves its cluster when shutdown begins (no new calls come from other workers;
         // those running finish), while HTTP drains its own.

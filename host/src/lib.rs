@@ -17,6 +17,7 @@ mod api;
 mod app;
 mod cluster;
 mod config;
+mod error;
 mod execute;
 mod log_format;
 mod metrics;

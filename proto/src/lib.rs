@@ -23,6 +23,8 @@
 
 #[cfg(feature = "ndarray")]
 mod array;
+pub mod body;
+pub mod cluster;
 pub mod code;
 pub mod dtype;
 pub mod headers;
@@ -34,6 +36,7 @@ pub mod names;
 pub mod signature;
 pub mod status;
 pub mod tensor;
+pub mod tensor_list;
 
 pub use code::Code;
 pub use dtype::DType;

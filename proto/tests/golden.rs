@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use wasmrpc_proto::{
     CallRequest, CallResponse, Code, DeleteResponse, ErrorBody, MethodInfo, MethodList, Tensor,
+    tensor_list,
 };
 
 fn golden_dir() -> PathBuf {
@@ -119,5 +120,40 @@ fn the_code_table_matches_the_codes() {
         assert_eq!(row["code"].as_str(), Some(code.as_str()));
         assert_eq!(row["number"].as_u64(), Some(u64::from(code.number())));
         assert_eq!(row["http"].as_u64(), Some(u64::from(code.http_status())));
+    }
+}
+
+/// The binary tensor list workers send each other (`tensor_list`): each golden message reads as
+/// its tensors and they encode to the same bytes, and each damaged one is refused saying why.
+#[test]
+fn tensor_lists_between_workers_read_and_write_their_golden_bytes() {
+    let manifest = manifest();
+    let list = entries(&manifest, "tensor_lists");
+    assert!(list.len() >= 3, "only {} tensor lists", list.len());
+    for entry in list {
+        let file = entry["file"].as_str().expect("entry names a file");
+        let bytes = std::fs::read(golden_dir().join(file)).expect("golden bytes");
+        let expected: Vec<Tensor> = entry["tensors"]
+            .as_array()
+            .expect("tensors")
+            .iter()
+            .map(|t| Tensor::from_json(&t.to_string()).expect("a golden tensor"))
+            .collect();
+        let read = tensor_list::decode(&bytes::Bytes::from(bytes.clone()))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(read, expected, "{file}");
+        assert_eq!(&tensor_list::encode(&expected)[..], &bytes[..], "{file}");
+    }
+    for entry in entries(&manifest, "tensor_lists_refused") {
+        let file = entry["file"].as_str().expect("entry names a file");
+        let message = entry["message"].as_str().expect("message");
+        let bytes = std::fs::read(golden_dir().join(file)).expect("golden bytes");
+        match tensor_list::decode(&bytes::Bytes::from(bytes)) {
+            Ok(t) => panic!("{file} was read as {t:?}"),
+            Err(e) => assert!(
+                e.to_string().contains(message),
+                "{file}: {e} lacks {message:?}"
+            ),
+        }
     }
 }

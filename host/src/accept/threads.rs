@@ -182,14 +182,21 @@ mod tests {
     #[tokio::test]
     async fn http2_connections_stay_on_the_accepting_runtime() {
         let (address, server) = serve_thread_names(std::future::pending()).await;
-        let client =
-            wasmrpc_client::transport::Transport::new(&format!("http://{address}"), "t", None)
-                .unwrap();
-        let name = client
-            .send(axum::http::Method::GET, "/", None)
-            .await
+        // A bare h2 client: the host's own tests do not lean on the client SDK either.
+        let tcp = tokio::net::TcpStream::connect(address).await.unwrap();
+        let (client, connection) = h2::client::handshake(tcp).await.unwrap();
+        tokio::spawn(connection);
+        let mut client = client.ready().await.unwrap();
+        let request = axum::http::Request::get(format!("http://{address}/"))
+            .body(())
             .unwrap();
-        let name = String::from_utf8(name.to_vec()).unwrap();
+        let (answer, _) = client.send_request(request, true).unwrap();
+        let mut body = answer.await.unwrap().into_body();
+        let mut name = Vec::new();
+        while let Some(chunk) = body.data().await {
+            name.extend_from_slice(&chunk.unwrap());
+        }
+        let name = String::from_utf8(name).unwrap();
         assert!(!name.starts_with("wasmrpc-http"), "served on {name}");
         server.abort();
     }

@@ -1,6 +1,6 @@
 //! Request bodies read under a size limit and a time limit (refusing oversized ones before
 //! reading past it and slow ones when the whole body has not arrived in time). Response bodies
-//! of several buffers go out as [`wasmrpc_client::body::Chunks`].
+//! of several buffers go out as [`wasmrpc_proto::body::Chunks`].
 
 use std::time::Duration;
 
@@ -52,7 +52,7 @@ pub async fn read_limited(
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(ApiError::body_too_large(limit));
     }
-    let read = wasmrpc_client::body::gather(
+    let read = wasmrpc_proto::body::gather(
         http_body_util::Limited::new(body, limit),
         declared.map_or(0, |n| n as usize),
     );

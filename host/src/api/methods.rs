@@ -16,6 +16,7 @@ use super::body::{read_call_body, read_limited};
 use super::error::ApiError;
 use super::path::MethodName;
 use super::query::ApiQuery;
+use crate::service::Placement;
 
 /// `?export=M` on registration.
 #[derive(Debug, serde::Deserialize)]
@@ -41,20 +42,16 @@ pub async fn register(
     body: Body,
 ) -> Result<Response, ApiError> {
     // The tenant's quota, within the server's own limit: refused before the body is read past it.
-    let server_limit = state.service.runtime().config().max_component_bytes;
-    let quota = usize::try_from(caller.quota.max_component_bytes).unwrap_or(usize::MAX);
-    let timeout = state.limits.body_read_timeout;
-    let bytes = if quota < server_limit {
-        read_limited(&headers, body, quota, timeout)
-            .await
-            .map_err(|e| {
-                e.with_message_if_too_large(format!(
-                    "the component is over the quota max_component_bytes ({quota})"
-                ))
-            })?
-    } else {
-        read_limited(&headers, body, server_limit, timeout).await?
-    };
+    let limit = state.service.component_limit(&caller.quota);
+    let bytes = read_limited(&headers, body, limit.bytes, state.limits.body_read_timeout)
+        .await
+        .map_err(|e| {
+            if limit.by_quota {
+                e.with_message_if_too_large(limit.refusal())
+            } else {
+                e
+            }
+        })?;
     let (info, created) = state
         .service
         .register(&caller, &name, query.export.as_deref(), bytes.to_vec())
@@ -121,9 +118,9 @@ pub async fn call(
     // The request itself rather than a `HeaderMap`, which axum would clone for every call.
     request: Request,
 ) -> Result<Response, ApiError> {
-    if query.worker.is_some() && state.cluster.is_none() {
-        return Err(super::cluster::not_in_a_cluster());
-    }
+    let placement = Placement::from_worker(query.worker.as_deref());
+    // Refused before the body is read.
+    state.service.check_placement(&placement)?;
     let (parts, body) = request.into_parts();
     let bytes = read_call_body(&state.limits, &parts.headers, body).await?;
     // One pass over the body: each argument goes straight into its tensor. A body that is not a
@@ -159,17 +156,16 @@ pub async fn call(
         }
         CallRequestError::Body(e) => ApiError::new(Code::InvalidArgument, e),
     })?;
-    let outputs = super::cluster::run_call(
-        &state,
-        &caller,
-        &method,
-        &name,
-        query.version,
-        query.worker.as_deref(),
-        args,
-        Duration::from_millis(timeout_ms),
-    )
-    .await?;
+    let outputs = state
+        .service
+        .invoke(
+            &caller,
+            &method,
+            args,
+            Duration::from_millis(timeout_ms),
+            &placement,
+        )
+        .await?;
     let body = serde_json::to_vec(&CallResponse { outputs })
         .map_err(|e| ApiError::new(Code::Internal, format!("encoding the outputs failed: {e}")))?;
     Ok(([(header::CONTENT_TYPE, headers::JSON)], body).into_response())

@@ -1,5 +1,6 @@
 //! The HTTP API on axum: routes, authentication, request limits, tracing. Uses the service and
-//! the tenant directory; never wasmtime.
+//! the tenant directory; never wasmtime, the runtime's configuration or the cluster (the service
+//! answers for all three).
 
 mod auth;
 mod body;
@@ -67,8 +68,6 @@ pub struct AppState {
     pub limits: HttpLimits,
     /// Who may do what: the keys, and the quotas.
     pub access: Access,
-    /// This server's cluster, if it is in one.
-    pub cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 /// The application: every route of the native API with its layers.

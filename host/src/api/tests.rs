@@ -47,7 +47,6 @@ fn state(dir: &tempfile::TempDir) -> AppState {
             ..HttpLimits::default()
         },
         access: Access::open(quota()),
-        cluster: None,
     }
 }
 

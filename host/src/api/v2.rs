@@ -15,7 +15,7 @@ use axum::body::Body;
 use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
-use wasmrpc_client::body::Chunks;
+use wasmrpc_proto::body::Chunks;
 use wasmrpc_proto::kserve::{
     self, InferOutput, InferRequestError, InferResponse, ModelConfig, ModelMetadata, ServerMetadata,
 };
@@ -26,6 +26,7 @@ use super::auth::Tenant;
 use super::body::read_call_body;
 use super::error::ApiError;
 use super::routes::Routes;
+use crate::service::Placement;
 
 /// Error bodies above this size are not rewritten (none of ours comes near it).
 const MAX_ERROR_BODY: usize = 64 << 10;
@@ -173,10 +174,8 @@ async fn infer(
     let version = model.version()?;
     // `?worker=W|any` runs the call on a worker of the cluster (wasmrpc's extension; other
     // query parameters are ignored, as before).
-    let worker = worker_of(query.as_deref());
-    if worker.is_some() && state.cluster.is_none() {
-        return Err(super::cluster::not_in_a_cluster());
-    }
+    let placement = Placement::from_worker(worker_of(query.as_deref()).as_deref());
+    state.service.check_placement(&placement)?;
     let header_length = inference_header_length(headers)?;
     let bytes = read_call_body(&state.limits, headers, body).await?;
     // Binary inputs keep slices of `bytes` alive; nothing else of the body is kept.
@@ -197,17 +196,10 @@ async fn infer(
         .timeout_us
         .map_or(Duration::ZERO, Duration::from_micros);
     let args = args_by_name(&signature.inputs, request.inputs)?;
-    let outputs = super::cluster::run_call(
-        &state,
-        &caller,
-        &method,
-        &model.name,
-        version,
-        worker.as_deref(),
-        args,
-        timeout,
-    )
-    .await?;
+    let outputs = state
+        .service
+        .invoke(&caller, &method, args, timeout, &placement)
+        .await?;
     let mut outputs: Vec<Option<Tensor>> = outputs.into_iter().map(Some).collect();
     let outputs = wanted
         .into_iter()

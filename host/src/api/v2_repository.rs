@@ -90,16 +90,9 @@ async fn load(
 ) -> Result<StatusCode, ApiError> {
     // The component's limit is the tenant's quota within the server's own, as on v1; the body
     // may be that much base64 and the JSON around it, and is refused before being read past it.
-    let server_limit = state.service.runtime().config().max_component_bytes;
-    let quota = usize::try_from(caller.quota.max_component_bytes).unwrap_or(usize::MAX);
-    let component_limit = quota.min(server_limit);
-    let too_large = || {
-        if quota < server_limit {
-            format!("the component is over the quota max_component_bytes ({quota})")
-        } else {
-            format!("the component is over the limit of {server_limit} bytes")
-        }
-    };
+    let limit = state.service.component_limit(&caller.quota);
+    let too_large = || limit.refusal();
+    let component_limit = limit.bytes;
     let body_limit = base64_len(component_limit).saturating_add(LOAD_BODY_SLACK);
     let bytes = read_limited(&headers, body, body_limit, state.limits.body_read_timeout)
         .await

@@ -23,25 +23,9 @@ pub const HEARTBEAT: Duration = Duration::from_secs(1);
 /// How long a worker counts as present after its last heartbeat: three missed beats.
 pub const MEMBER_TTL: Duration = Duration::from_secs(3);
 
-/// What the cluster knows of one worker (Paddle's `WorkerInfo`, plus where it serves HTTP).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct WorkerInfo {
-    /// Its unique name.
-    pub name: String,
-    /// Its rank (given at start, or 0).
-    pub rank: u32,
-    /// The address it serves HTTP on.
-    pub ip: String,
-    /// The port it serves HTTP on.
-    pub port: u16,
-    /// When it joined, milliseconds since the Unix epoch.
-    pub joined_ms: u64,
-    /// A random id of this process, so a worker never mistakes a successor's entry for its own.
-    pub instance: String,
-    /// It is leaving: it takes no new calls, and finishes those it runs.
-    #[serde(default)]
-    pub draining: bool,
-}
+/// What the cluster knows of one worker (Paddle's `WorkerInfo`, plus where it serves HTTP): a
+/// type of the contract, since `GET /v1/cluster/workers` answers with it.
+pub use wasmrpc_proto::cluster::WorkerInfo;
 
 /// Whether `name` may name a worker: 1 to 64 of `A-Z a-z 0-9 - _ /` (it is a NATS subject token
 /// and a key of the bucket; `/` allows TensorFlow's `job/task` names).

@@ -2,7 +2,8 @@
 //! wasmrpc cluster (`wasmrpc serve --cluster nats://HOST:PORT --name W`).
 //!
 //! [`members`] keeps the list of live workers, [`store`] is the module store every worker shares,
-//! [`calls`] carries calls between workers, in the binary encoding of [`wire`]. docs/cluster.md
+//! [`calls`] carries calls between workers (in the contract crate's binary `tensor_list`
+//! encoding) and is this server's executor for calls placed on another worker. docs/cluster.md
 //! describes the subjects, buckets and failure handling.
 
 pub mod barrier;
@@ -12,7 +13,6 @@ pub mod rates;
 pub mod slots;
 pub mod store;
 pub mod tenants;
-pub mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,7 +24,10 @@ pub use members::WorkerInfo;
 use members::{Members, Membership};
 pub use store::NatsRegistry;
 
-use crate::service::Service;
+use crate::error::ServiceError;
+use crate::execute::{Executor, LocalExecutor};
+use crate::service::{Peers, Service};
+use crate::tenancy::TenantId;
 
 /// A key-value bucket whose entries expire `ttl` after their last write (created, or its
 /// settings brought up to date): the members' heartbeats and the barriers' arrivals. `what` names
@@ -332,33 +335,9 @@ impl Cluster {
         self.registry.clone()
     }
 
-    /// Every live worker, by rank then name.
-    pub fn workers(&self) -> Vec<WorkerInfo> {
-        self.members.live()
-    }
-
-    /// This worker.
-    pub fn me(&self) -> &WorkerInfo {
-        self.membership.info()
-    }
-
-    /// Calls between workers.
-    pub fn calls(&self) -> &calls::Calls {
-        &self.calls
-    }
-
-    /// Arrive at barrier `name` of `tenant` as `member` and wait until `count` members have.
-    ///
-    /// # Errors
-    /// NATS failed.
-    pub async fn barrier(
-        &self,
-        tenant: &crate::tenancy::TenantId,
-        name: &str,
-        member: &str,
-        count: usize,
-    ) -> Result<Vec<String>, barrier::BarrierError> {
-        barrier::arrive(&self.barriers, tenant, name, member, count).await
+    /// The executor of this worker's calls: here through `local`, or on another worker.
+    pub fn executor(&self, local: Arc<LocalExecutor>) -> Arc<dyn Executor> {
+        Arc::new(calls::ClusterExecutor::new(self.calls.clone(), local))
     }
 
     /// Share `directory` (tenants and their keys) with the other workers.
@@ -403,6 +382,38 @@ impl Cluster {
             tracing::warn!(error = %e, "flushing the NATS connection at exit");
         }
         tracing::info!("left the cluster");
+    }
+}
+
+#[async_trait::async_trait]
+impl Peers for Cluster {
+    fn workers(&self) -> Vec<WorkerInfo> {
+        self.members.live()
+    }
+
+    fn this_worker(&self) -> &str {
+        &self.membership.info().name
+    }
+
+    fn serving_now(&self) -> usize {
+        self.calls.serving_now()
+    }
+
+    async fn barrier(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        member: &str,
+        count: usize,
+    ) -> Result<Vec<String>, ServiceError> {
+        barrier::arrive(&self.barriers, tenant, name, member, count)
+            .await
+            .map_err(|e| {
+                ServiceError::unavailable_because(
+                    "the cluster's barrier store failed; try again",
+                    e,
+                )
+            })
     }
 }
 

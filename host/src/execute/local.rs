@@ -1,6 +1,6 @@
-//! Running calls in this process: a call slot from admission, the compiled component from the
-//! module cache, then a fresh instance in the runtime, on the lane its tenant's load puts it in
-//! (`lanes.rs`).
+//! Running calls in this process: the compiled component from the module cache, then a call
+//! slot of this worker (admission's last step), then a fresh instance in the runtime, on the lane
+//! its tenant's load puts it in (`lanes.rs`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -8,55 +8,54 @@ use std::time::Instant;
 use wasmrpc_proto::Tensor;
 
 use super::lanes::{LaneFailure, Lanes};
-use super::{CallLimits, Executor, ModuleCache};
-use crate::admission::Admission;
-use crate::registry::Registration;
+use super::{Call, Executed, Executor, ModuleCache};
+use crate::admission::LocalSlots;
+use crate::error::ServiceError;
 use crate::runtime::Runtime;
-use crate::service::ServiceError;
 
 /// The executor that runs every call here.
 #[derive(Debug)]
 pub struct LocalExecutor {
     runtime: Arc<Runtime>,
     modules: Arc<ModuleCache>,
-    admission: Arc<Admission>,
+    slots: Arc<LocalSlots>,
     lanes: Lanes,
 }
 
 impl LocalExecutor {
-    /// Run calls in `runtime`, with components from `modules`, admitted by `admission`.
-    pub fn new(
-        runtime: Arc<Runtime>,
-        modules: Arc<ModuleCache>,
-        admission: Arc<Admission>,
-    ) -> Self {
+    /// Run calls in `runtime`, with components from `modules`, in this worker's call `slots`.
+    pub fn new(runtime: Arc<Runtime>, modules: Arc<ModuleCache>, slots: Arc<LocalSlots>) -> Self {
         let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         LocalExecutor {
             runtime,
             modules,
-            admission,
+            slots,
             lanes: Lanes::new(cpus),
         }
     }
 }
 
-#[async_trait::async_trait]
-impl Executor for LocalExecutor {
-    async fn execute(
-        &self,
-        registration: &Registration,
-        args: Vec<Tensor>,
-        limits: CallLimits,
-    ) -> Result<Vec<Tensor>, ServiceError> {
+impl LocalExecutor {
+    /// Run `call` here, whatever its placement says (the cluster's executor has decided).
+    ///
+    /// # Errors
+    /// The guest's failure, a refusal of a slot, or a component that cannot be loaded.
+    pub async fn run(&self, call: Call<'_>) -> Result<Vec<Tensor>, ServiceError> {
+        let Call {
+            registration,
+            args,
+            limits,
+            ..
+        } = call;
         let tenant = &registration.tenant;
         // Loading a component on first use does not count against the call's deadline.
         let module = self.modules.get(&registration.digest, tenant).await?;
         let started = Instant::now();
         let slot = self
-            .admission
+            .slots
             .admit(tenant, limits.share, limits.deadline)
             .await?;
-        let placement = self.lanes.place(tenant, self.admission.running_of(tenant));
+        let placement = self.lanes.place(tenant, self.slots.running_of(tenant));
         let runtime = self.runtime.clone();
         let export = registration.export.clone();
         let call = Box::pin(async move {
@@ -78,17 +77,26 @@ impl Executor for LocalExecutor {
         });
         match self.lanes.run(placement, call).await {
             Ok(result) => Ok(result?),
-            Err(LaneFailure::Start(e)) => Err(ServiceError::Unavailable(format!(
-                "cannot start a thread to run the call: {e}"
-            ))),
+            Err(LaneFailure::Start(e)) => Err(ServiceError::unavailable_because(
+                "the server could not start a thread to run the call; try again",
+                e,
+            )),
             // The guest's task panicked: a bug of the host, not the guest's (whose traps are
             // errors); let it surface as a panic would have.
             Err(LaneFailure::Stopped(e)) if e.is_panic() => {
                 std::panic::resume_unwind(e.into_panic())
             }
-            Err(LaneFailure::Stopped(e)) => Err(ServiceError::Unavailable(format!(
-                "the call was stopped: {e}"
-            ))),
+            Err(LaneFailure::Stopped(e)) => Err(ServiceError::unavailable_because(
+                "the call was stopped before it finished",
+                e,
+            )),
         }
+    }
+}
+
+#[async_trait::async_trait]
+impl Executor for LocalExecutor {
+    async fn execute(&self, call: Call<'_>) -> Executed {
+        Executed::here(self.run(call).await)
     }
 }

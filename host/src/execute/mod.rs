@@ -1,8 +1,9 @@
 //! Where a call runs: the seam between the service and the sandbox.
 //!
-//! The service resolves a method to its [`Registration`] and hands the call to an [`Executor`].
-//! [`LocalExecutor`] runs it in this process's runtime, admitted by this process's call slots; a
-//! cluster executor will send it to another worker instead, with the same contract.
+//! The service resolves a method to its [`Registration`], admits the call and hands it to an
+//! [`Executor`] with its [`Placement`]. [`LocalExecutor`] runs it in this process's runtime, in
+//! this process's call slots; the cluster's executor (`cluster::calls`) runs it here or sends it
+//! to another worker, which hands it to its own local executor with the limits it carries.
 
 mod lanes;
 mod local;
@@ -14,40 +15,72 @@ pub(crate) use reserve::Reserve;
 pub use local::LocalExecutor;
 pub use modules::ModuleCache;
 
-use std::time::Duration;
-
 use wasmrpc_proto::Tensor;
 
-use crate::admission::TenantShare;
+pub use crate::admission::CallLimits;
+use crate::error::ServiceError;
 use crate::registry::Registration;
-use crate::service::ServiceError;
 
-/// What one call may use: its caller's quota, made concrete.
-#[derive(Debug, Clone, Copy)]
-pub struct CallLimits {
-    /// The call ends this long after it is handed over, waiting for a slot included.
-    pub deadline: Duration,
-    /// Linear memory it may hold, in bytes.
-    pub memory: usize,
-    /// Its tenant's share of the call slots.
-    pub share: TenantShare,
+/// Where a call should run: what its caller asked (`?worker=`), decided once by the service
+/// and carried out by its executor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// On this server (a call without `?worker=`).
+    Here,
+    /// On the cluster's worker of this name (which may be this one).
+    Worker(String),
+    /// On any live worker of the cluster (this one included).
+    Any,
+}
+
+impl Placement {
+    /// The placement `?worker=` asks for: none is here, `any` any worker, else that worker.
+    pub fn from_worker(worker: Option<&str>) -> Placement {
+        match worker {
+            None => Placement::Here,
+            Some("any") => Placement::Any,
+            Some(name) => Placement::Worker(name.to_owned()),
+        }
+    }
+}
+
+/// One call handed to an executor.
+#[derive(Debug)]
+pub struct Call<'a> {
+    /// The registration whose method runs, for the tenant that owns it.
+    pub registration: &'a Registration,
+    /// Its arguments, already checked against its signature.
+    pub args: Vec<Tensor>,
+    /// What it may use; the deadline counts from now, waiting for a slot included.
+    pub limits: CallLimits,
+    /// Where it should run.
+    pub placement: &'a Placement,
+}
+
+/// What became of a call, and who counted it.
+#[derive(Debug)]
+pub struct Executed {
+    /// The outputs, or why there are none.
+    pub result: Result<Vec<Tensor>, ServiceError>,
+    /// Another worker answered for the call (it ran there, or was refused there) and counted
+    /// it in its own metrics; this server does not count it again.
+    pub counted_elsewhere: bool,
+}
+
+impl Executed {
+    /// A call that ran (or failed) on this server.
+    pub fn here(result: Result<Vec<Tensor>, ServiceError>) -> Self {
+        Executed {
+            result,
+            counted_elsewhere: false,
+        }
+    }
 }
 
 /// Runs calls of registered methods.
 #[async_trait::async_trait]
 pub trait Executor: Send + Sync + 'static {
-    /// Run `registration`'s method with `args` (already checked against its signature), within
-    /// `limits` (the deadline counts from now, waiting for a slot included), for the tenant that
-    /// owns the registration.
-    ///
-    /// Dropping the returned future abandons the call (the guest is stopped with it).
-    ///
-    /// # Errors
-    /// The guest's failure, a refusal to admit the call, or a component that cannot be loaded.
-    async fn execute(
-        &self,
-        registration: &Registration,
-        args: Vec<Tensor>,
-        limits: CallLimits,
-    ) -> Result<Vec<Tensor>, ServiceError>;
+    /// Run `call` where its placement says. Dropping the returned future abandons the call (the
+    /// guest is stopped with it).
+    async fn execute(&self, call: Call<'_>) -> Executed;
 }

@@ -9,10 +9,10 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use wasmrpc_proto::Code;
 
-use crate::admission::{Admission, AdmissionError, TenantShare};
+use crate::admission::{AdmissionError, LocalSlots, TenantShare};
+use crate::error::ServiceError;
 use crate::registry::{Digest, Registry, RegistryError};
 use crate::runtime::{Module, Runtime, UploadError};
-use crate::service::ServiceError;
 use crate::tenancy::TenantId;
 
 /// A compiled component, or why it cannot be run.
@@ -26,7 +26,7 @@ enum Slot {
 pub struct ModuleCache {
     runtime: Arc<Runtime>,
     registry: Arc<dyn Registry>,
-    admission: Arc<Admission>,
+    call_slots: Arc<LocalSlots>,
     /// Never held across an await: a lookup is a plain read on every call's path.
     slots: RwLock<HashMap<Digest, Slot>>,
 }
@@ -39,16 +39,16 @@ impl std::fmt::Debug for ModuleCache {
 
 impl ModuleCache {
     /// An empty cache loading from `registry` into `runtime`; asking a component for its
-    /// signatures takes a call slot from `admission`, like any other guest code.
+    /// signatures takes one of this worker's `call_slots`, like any other guest code.
     pub fn new(
         runtime: Arc<Runtime>,
         registry: Arc<dyn Registry>,
-        admission: Arc<Admission>,
+        call_slots: Arc<LocalSlots>,
     ) -> Self {
         ModuleCache {
             runtime,
             registry,
-            admission,
+            call_slots,
             slots: RwLock::new(HashMap::new()),
         }
     }
@@ -73,7 +73,7 @@ impl ModuleCache {
             max_queued: config.max_queued_calls,
         };
         let _slot = self
-            .admission
+            .call_slots
             .admit(tenant, share, wait)
             .await
             .map_err(|e| {
@@ -84,7 +84,10 @@ impl ModuleCache {
                         Code::Unavailable,
                         "the server is too busy to load the component now; try again".to_owned(),
                     ),
-                    AdmissionError::Overloaded { .. } | AdmissionError::TenantBusy { .. } => {
+                    // (A rate is not a slot's business: the rate step never refuses here.)
+                    AdmissionError::Overloaded { .. }
+                    | AdmissionError::TenantBusy { .. }
+                    | AdmissionError::RateLimited { .. } => {
                         (Code::ResourceExhausted, e.to_string())
                     }
                 };
@@ -137,7 +140,7 @@ impl ModuleCache {
     ) -> Result<Arc<Module>, ServiceError> {
         match self.cached(digest) {
             Some(Slot::Ready(m)) => Ok(m),
-            Some(Slot::Unavailable(why)) => Err(ServiceError::Unavailable(why)),
+            Some(Slot::Unavailable(why)) => Err(ServiceError::unavailable(why)),
             // Boxed: loading (a store read and a compile) is rare and its future large, and
             // inline it would make the future of every call that large, copied at each move.
             None => Box::pin(self.load_stored(digest, tenant)).await,
@@ -161,7 +164,7 @@ impl ModuleCache {
                 Err(e) if e.is_host_fault() => return Err(ServiceError::Upload(e)),
                 // A passing failure (busy, a compile timeout): report it, try again next time.
                 Err(e) => {
-                    return Err(ServiceError::Unavailable(format!(
+                    return Err(ServiceError::unavailable(format!(
                         "loading stored component {digest} failed, try again: {e}"
                     )));
                 }
@@ -174,7 +177,7 @@ impl ModuleCache {
         self.write().insert(*digest, slot.clone());
         match slot {
             Slot::Ready(m) => Ok(m),
-            Slot::Unavailable(why) => Err(ServiceError::Unavailable(why)),
+            Slot::Unavailable(why) => Err(ServiceError::unavailable(why)),
         }
     }
 }

@@ -1,12 +1,20 @@
 //! The operations the API and the embeddable server offer over methods, joining the registry
-//! (what is registered), the module cache (what is compiled here) and an executor (where a call
-//! runs).
+//! (what is registered), the module cache (what is compiled here), admission (whether a call may
+//! run, and with what) and an executor (where a call runs).
+//!
+//! Every call takes one road, whoever sends it (v1, v2, the clients, the embedded server) and
+//! wherever it runs: [`Service::resolve`], then [`Service::invoke`], which checks the arguments,
+//! admits the call once, hands it to the executor with its [`Placement`] and records it once.
+//! A call another worker placed here arrives through [`Service::serve_peer`] with the limits it
+//! was admitted with, and goes straight to the local executor.
 //!
 //! Every failure is a [`ServiceError`], kept structured until the API maps it to a code.
 
-mod error;
+mod peers;
 
-pub use error::ServiceError;
+pub use crate::error::ServiceError;
+pub use crate::execute::Placement;
+pub use peers::Peers;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,14 +22,16 @@ use std::time::{Duration, Instant};
 
 use wasmrpc_proto::{Code, MethodInfo, MethodSignature, Tensor};
 
-use crate::admission::{Admission, TenantShare};
-use crate::execute::{CallLimits, Executor, LocalExecutor, ModuleCache};
+use wasmrpc_proto::cluster::WorkerList;
+
+use crate::admission::{Admission, CallLimits, DeadlineRule};
+use crate::execute::{Call, Executed, Executor, LocalExecutor, ModuleCache};
 use crate::metrics::Metrics;
 use crate::registry::{
     Digest, Lookup, NewRegistration, Registration, RegistrationLimits, Registry, Usage,
 };
 use crate::runtime::{Module, Runtime};
-use crate::tenancy::{Quota, RateLimiter, TenantId};
+use crate::tenancy::{Quota, TenantId};
 
 /// Who asks, with the quota in force for them.
 #[derive(Debug, Clone)]
@@ -47,19 +57,57 @@ impl Resolved {
     }
 }
 
+/// A call another worker placed on this one, with what its first worker admitted it with.
+#[derive(Debug)]
+pub struct PeerCall {
+    /// Whose call it is.
+    pub tenant: TenantId,
+    /// The method's name.
+    pub name: String,
+    /// The version the first worker resolved.
+    pub version: u32,
+    /// The arguments.
+    pub args: Vec<Tensor>,
+    /// What the call may use, the deadline left included.
+    pub limits: CallLimits,
+}
+
+/// The largest component a caller may upload, and whose limit it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ComponentLimit {
+    /// In bytes.
+    pub bytes: usize,
+    /// The caller's quota `max_component_bytes` (not the server's own limit) sets it.
+    pub by_quota: bool,
+}
+
+impl ComponentLimit {
+    /// What an upload over the limit is told.
+    pub fn refusal(&self) -> String {
+        if self.by_quota {
+            format!(
+                "the component is over the quota max_component_bytes ({})",
+                self.bytes
+            )
+        } else {
+            format!("the component is over the limit of {} bytes", self.bytes)
+        }
+    }
+}
+
 /// The host's operations over methods.
 pub struct Service {
     runtime: Arc<Runtime>,
     registry: Arc<dyn Registry>,
     modules: Arc<ModuleCache>,
+    admission: Admission,
+    /// Runs calls here; also what calls from other workers are handed to.
+    local: Arc<LocalExecutor>,
+    /// Where calls go: `local`, or the cluster's executor once the server is in a cluster.
     executor: Arc<dyn Executor>,
+    /// The cluster this server is in, if any.
+    peers: Option<Arc<dyn Peers>>,
     metrics: Arc<Metrics>,
-    rates: RateLimiter,
-    /// The cluster's count of running calls, for tenants limited below a worker's capacity (set
-    /// when the server joins a cluster).
-    slots: std::sync::OnceLock<(Arc<dyn crate::tenancy::slots::CallSlots>, u64)>,
-    /// Calls one tenant may have waiting for a slot.
-    tenant_max_queued: usize,
     ready: AtomicBool,
 }
 
@@ -82,74 +130,116 @@ impl Service {
         tenant_max_queued: usize,
     ) -> Self {
         let config = runtime.config();
-        let admission = Arc::new(Admission::new(
+        let admission = Admission::new(
             config.max_concurrent_calls,
             config.max_queued_calls,
-        ));
+            tenant_max_queued,
+            DeadlineRule {
+                default: config.default_deadline,
+                max: config.max_deadline,
+            },
+        );
         let modules = Arc::new(ModuleCache::new(
             runtime.clone(),
             registry.clone(),
-            admission.clone(),
+            admission.slots().clone(),
         ));
-        let executor = Arc::new(LocalExecutor::new(
+        let local = Arc::new(LocalExecutor::new(
             runtime.clone(),
             modules.clone(),
-            admission,
+            admission.slots().clone(),
         ));
         Service {
             runtime,
             registry,
             modules,
-            executor,
+            admission,
+            executor: local.clone(),
+            local,
+            peers: None,
             metrics,
-            rates: RateLimiter::default(),
-            slots: std::sync::OnceLock::new(),
-            tenant_max_queued,
             ready: AtomicBool::new(false),
         }
     }
 
-    /// Count tenants' call rates against the cluster's buckets (a worker joining a cluster), so
-    /// that `calls_per_second` holds across workers.
-    pub fn share_rates(&self, shared: Arc<dyn crate::tenancy::rate::SharedRates>) {
-        self.rates.share(shared);
+    /// Place calls through `executor` (the cluster's, built over [`Service::local_executor`])
+    /// and answer cluster questions from `peers`: a worker joining a cluster, before it serves.
+    pub fn join_cluster(&mut self, executor: Arc<dyn Executor>, peers: Arc<dyn Peers>) {
+        self.executor = executor;
+        self.peers = Some(peers);
     }
 
-    /// Count the running calls of tenants whose `max_concurrent_calls` is below
-    /// `per_worker_default` (the default quota, which stays each worker's own) across the
-    /// cluster (a worker joining a cluster with keys).
-    pub fn share_slots(
-        &self,
-        slots: Arc<dyn crate::tenancy::slots::CallSlots>,
-        per_worker_default: u64,
-    ) {
-        let _ = self.slots.set((slots, per_worker_default));
+    /// The executor that runs calls on this server.
+    pub fn local_executor(&self) -> Arc<LocalExecutor> {
+        self.local.clone()
     }
 
-    /// A slot of the cluster's count for a call of `caller` with `deadline`, when its tenant is
-    /// limited below the default quota (`None` otherwise: this worker's executor counts alone),
-    /// and the deadline left after waiting for it.
-    async fn cluster_slot(
-        &self,
-        caller: &Caller,
-        deadline: Duration,
-    ) -> Result<(Option<crate::tenancy::slots::SlotGuard>, Duration), ServiceError> {
-        let max = caller.quota.max_concurrent_calls;
-        match self.slots.get() {
-            Some((slots, per_worker_default)) if max > 0 && max < *per_worker_default => {
-                let started = Instant::now();
-                let slot = slots
-                    .acquire(&caller.tenant, max, deadline, self.tenant_max_queued)
-                    .await?;
-                Ok((Some(slot), deadline.saturating_sub(started.elapsed())))
-            }
-            _ => Ok((None, deadline)),
+    /// The admission policy, for a worker joining a cluster to share its counts.
+    pub fn admission(&self) -> &Admission {
+        &self.admission
+    }
+
+    /// Whether a call may be placed as `placement` here: anywhere but on this server needs a
+    /// cluster.
+    ///
+    /// # Errors
+    /// FAILED_PRECONDITION for a worker placement outside a cluster.
+    pub fn check_placement(&self, placement: &Placement) -> Result<(), ServiceError> {
+        match (placement, &self.peers) {
+            (Placement::Here, _) | (_, Some(_)) => Ok(()),
+            (_, None) => Err(ServiceError::NotInACluster),
         }
     }
 
-    /// The runtime's limits and configuration.
-    pub fn runtime(&self) -> &Runtime {
-        &self.runtime
+    /// The cluster's live workers, and this one's name.
+    ///
+    /// # Errors
+    /// FAILED_PRECONDITION outside a cluster.
+    pub fn workers(&self) -> Result<WorkerList, ServiceError> {
+        let peers = self.peers.as_ref().ok_or(ServiceError::NotInACluster)?;
+        Ok(WorkerList {
+            workers: peers.workers(),
+            this: peers.this_worker().to_owned(),
+            serving: peers.serving_now(),
+        })
+    }
+
+    /// Arrive at barrier `name` of `tenant` as `member`, and wait until `count` members have.
+    ///
+    /// # Errors
+    /// FAILED_PRECONDITION outside a cluster; UNAVAILABLE when the cluster's store fails.
+    pub async fn barrier(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        member: &str,
+        count: usize,
+    ) -> Result<Vec<String>, ServiceError> {
+        let peers = self.peers.as_ref().ok_or(ServiceError::NotInACluster)?;
+        peers.barrier(tenant, name, member, count).await
+    }
+
+    /// The longest any call or wait may take: the server's maximum deadline.
+    pub fn longest_deadline(&self) -> Duration {
+        self.admission.deadlines().max
+    }
+
+    /// The largest component `quota` lets its tenant upload: its `max_component_bytes`, within
+    /// the server's own limit.
+    pub fn component_limit(&self, quota: &Quota) -> ComponentLimit {
+        let server = self.runtime.config().max_component_bytes;
+        let by_quota = usize::try_from(quota.max_component_bytes).unwrap_or(usize::MAX);
+        if by_quota < server {
+            ComponentLimit {
+                bytes: by_quota,
+                by_quota: true,
+            }
+        } else {
+            ComponentLimit {
+                bytes: server,
+                by_quota: false,
+            }
+        }
     }
 
     /// The metrics this service records into.
@@ -361,70 +451,92 @@ impl Service {
     }
 
     /// Call a resolved method of `caller` with `args` within `timeout` (zero: the server's
-    /// default), within the caller's quota.
+    /// default), within the caller's quota, where `placement` says.
     ///
     /// # Errors
-    /// INVALID_ARGUMENT when the args do not fit the signature; RESOURCE_EXHAUSTED past the
-    /// caller's rate; otherwise the guest's failure, a refusal to admit the call, or a component
-    /// that cannot be loaded.
+    /// INVALID_ARGUMENT when the args do not fit the signature; FAILED_PRECONDITION for a worker
+    /// placement outside a cluster; RESOURCE_EXHAUSTED past the caller's rate; otherwise the
+    /// guest's failure, a refusal to admit the call, a component that cannot be loaded, or a
+    /// worker that cannot be reached.
     pub async fn invoke(
         &self,
         caller: &Caller,
         method: &Resolved,
         args: Vec<Tensor>,
         timeout: Duration,
+        placement: &Placement,
     ) -> Result<Vec<Tensor>, ServiceError> {
         let registration = &method.registration;
         // If the caller goes away mid-call (the client disconnected), this future is dropped and
         // the guest with it; the guard still counts the call, as CANCELLED.
-        let mut record = CallRecord {
-            metrics: &self.metrics,
-            registration,
-            started: Instant::now(),
-            code: Some(Code::Cancelled),
-        };
-        let quota = &caller.quota;
-        let result = match registration.signature.check_args(&args) {
-            Err(why) => Err(ServiceError::Arguments(why)),
-            Ok(()) => match self
-                .rates
-                .take(&caller.tenant, quota.calls_per_second)
-                .await
-            {
-                Err(retry_after) => Err(ServiceError::RateLimited {
-                    per_second: quota.calls_per_second,
-                    retry_after,
-                }),
-                Ok(()) => {
-                    let deadline = self
-                        .runtime
-                        .config()
-                        .deadline_for(timeout)
-                        .min(Duration::from_millis(quota.max_deadline_ms));
-                    match self.cluster_slot(caller, deadline).await {
-                        Err(e) => Err(e),
-                        Ok((slot, deadline)) => {
-                            let limits = CallLimits {
-                                deadline,
-                                memory: usize::try_from(quota.memory_per_call_mib << 20)
-                                    .unwrap_or(usize::MAX),
-                                share: TenantShare {
-                                    max_running: usize::try_from(quota.max_concurrent_calls)
-                                        .unwrap_or(usize::MAX),
-                                    max_queued: self.tenant_max_queued,
-                                },
-                            };
-                            let outcome = self.executor.execute(registration, args, limits).await;
-                            drop(slot);
-                            outcome
-                        }
-                    }
-                }
-            },
-        };
-        record.code = result.as_ref().err().map(ServiceError::code);
+        let mut record = CallRecord::new(&self.metrics, registration);
+        let executed = self
+            .admit_and_execute(caller, registration, args, timeout, placement)
+            .await;
+        record.counted_elsewhere = executed.counted_elsewhere;
+        record.code = executed.result.as_ref().err().map(ServiceError::code);
         drop(record);
         answer_with_the_others().await;
+        executed.result
+    }
+
+    /// [`Service::invoke`]'s checks, admission and execution, in that order.
+    async fn admit_and_execute(
+        &self,
+        caller: &Caller,
+        registration: &Registration,
+        args: Vec<Tensor>,
+        timeout: Duration,
+        placement: &Placement,
+    ) -> Executed {
+        if let Err(e) = self.check_placement(placement) {
+            return Executed::here(Err(e));
+        }
+        if let Err(why) = registration.signature.check_args(&args) {
+            return Executed::here(Err(ServiceError::Arguments(why)));
+        }
+        let admitted = match self
+            .admission
+            .admit(&caller.tenant, &caller.quota, timeout)
+            .await
+        {
+            Ok(admitted) => admitted,
+            Err(e) => return Executed::here(Err(e.into())),
+        };
+        let call = Call {
+            registration,
+            args,
+            limits: admitted.limits,
+            placement,
+        };
+        // The cluster slot `admitted` holds is given back once the call has ended, wherever it ran.
+        self.executor.execute(call).await
+    }
+
+    /// Run a call another worker placed here: its registration looked up at the version that
+    /// worker resolved, then straight to the local executor with the limits the call carries (its
+    /// rate, deadline and cluster slot were that worker's to take). Counted here, where it runs.
+    ///
+    /// # Errors
+    /// NOT_FOUND when this worker does not know that version; as [`Service::invoke`] otherwise.
+    pub async fn serve_peer(&self, call: PeerCall) -> Result<Vec<Tensor>, ServiceError> {
+        let registration = self.lookup(&call.tenant, &call.name, Some(call.version))?;
+        let mut record = CallRecord::new(&self.metrics, &registration);
+        // Checked by the first worker; checked again because a worker answers for what it runs.
+        let result = match registration.signature.check_args(&call.args) {
+            Err(why) => Err(ServiceError::Arguments(why)),
+            Ok(()) => {
+                self.local
+                    .run(Call {
+                        registration: &registration,
+                        args: call.args,
+                        limits: call.limits,
+                        placement: &Placement::Here,
+                    })
+                    .await
+            }
+        };
+        record.code = result.as_ref().err().map(ServiceError::code);
         result
     }
 }
@@ -447,10 +559,27 @@ struct CallRecord<'a> {
     started: Instant,
     /// `None` for OK; stays CANCELLED unless the call finishes.
     code: Option<Code>,
+    /// The worker that answered for the call counted it: not counted here too.
+    counted_elsewhere: bool,
+}
+
+impl<'a> CallRecord<'a> {
+    fn new(metrics: &'a Metrics, registration: &'a Registration) -> Self {
+        CallRecord {
+            metrics,
+            registration,
+            started: Instant::now(),
+            code: Some(Code::Cancelled),
+            counted_elsewhere: false,
+        }
+    }
 }
 
 impl Drop for CallRecord<'_> {
     fn drop(&mut self) {
+        if self.counted_elsewhere {
+            return;
+        }
         self.metrics.record_call(
             self.registration.tenant.as_str(),
             &self.registration.name,

@@ -1,7 +1,11 @@
-//! Calls between workers, over NATS request/reply: worker `W` answers on the subject
-//! `wasmrpc.call.W`; the request carries the tenant, the method, the version, the time left and the
-//! caller's quota in headers, and the arguments in the binary encoding of [`super::wire`]; the
-//! reply carries the canonical code and message, and the outputs the same way.
+//! Calls between workers, over NATS request/reply, and [`ClusterExecutor`], the executor of a
+//! server in a cluster: it runs a call here or sends it where its placement says. Worker `W`
+//! answers on the subject `wasmrpc.call.W`; the request carries the tenant, the method, the
+//! version the first worker resolved, the time left and the limits the call was admitted with in
+//! headers, and the arguments in the contract crate's binary `tensor_list` encoding; the reply
+//! carries the canonical code and message, and the outputs the same way. The worker that runs a
+//! call hands it to its own local executor (`Service::serve_peer`): the first worker has checked
+//! its arguments, its rate and its cluster slot already.
 //!
 //! A body over the NATS server's max payload travels through the object store `wasmrpc_payloads`
 //! instead (the message names the object; its reader deletes it). A call to a named worker that
@@ -25,7 +29,9 @@ use wasmrpc_proto::{Code, Tensor};
 
 use super::ClusterError;
 use super::members::{Members, subject_token};
-use crate::service::{Caller, Service, ServiceError};
+use crate::admission::{CallLimits, TenantShare};
+use crate::error::ServiceError;
+use crate::execute::{Call, Executed, Executor, LocalExecutor, Placement};
 
 /// The object store of bodies too large for one message.
 pub const PAYLOADS: &str = "wasmrpc_payloads";
@@ -49,7 +55,8 @@ const TENANT: &str = "Wasmrpc-Tenant";
 const METHOD: &str = "Wasmrpc-Method";
 const VERSION: &str = "Wasmrpc-Version";
 const TIMEOUT_MS: &str = "Wasmrpc-Timeout-Ms";
-const QUOTA: &str = "Wasmrpc-Quota";
+/// The limits the call was admitted with, but its deadline (which is `TIMEOUT_MS`).
+const LIMITS: &str = "Wasmrpc-Limits";
 const OBJECT: &str = "Wasmrpc-Object";
 const CODE: &str = "Wasmrpc-Code";
 const MESSAGE: &str = "Wasmrpc-Message";
@@ -60,29 +67,75 @@ pub fn subject(name: &str) -> String {
     format!("wasmrpc.call.{}", subject_token(name))
 }
 
-/// Where a call should run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// On this worker.
-    Named(String),
-    /// On any live worker.
-    Any,
+/// What a call may use besides its deadline, as it travels between workers.
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+struct CarriedLimits {
+    /// Linear memory, in bytes.
+    memory: usize,
+    /// The tenant's calls running at once on the worker that runs it.
+    max_running: usize,
+    /// The tenant's calls waiting at once there.
+    max_queued: usize,
 }
 
-impl Target {
-    /// `?worker=any` or `?worker=NAME`.
-    pub fn parse(worker: &str) -> Target {
-        if worker == "any" {
-            Target::Any
-        } else {
-            Target::Named(worker.to_owned())
+impl CarriedLimits {
+    fn of(limits: &CallLimits) -> Self {
+        CarriedLimits {
+            memory: limits.memory,
+            max_running: limits.share.max_running,
+            max_queued: limits.share.max_queued,
+        }
+    }
+
+    fn with_deadline(self, deadline: Duration) -> CallLimits {
+        CallLimits {
+            deadline,
+            memory: self.memory,
+            share: TenantShare {
+                max_running: self.max_running,
+                max_queued: self.max_queued,
+            },
+        }
+    }
+}
+
+/// The executor of a server in a cluster: a call placed here (or on this worker by name, or on
+/// any worker when this one's turn comes) goes to the local executor; one placed on another
+/// worker is sent there.
+#[derive(Debug)]
+pub struct ClusterExecutor {
+    calls: Arc<Calls>,
+    local: Arc<LocalExecutor>,
+}
+
+impl ClusterExecutor {
+    /// Place calls over `calls`, running this worker's share on `local`.
+    pub fn new(calls: Arc<Calls>, local: Arc<LocalExecutor>) -> Self {
+        ClusterExecutor { calls, local }
+    }
+}
+
+#[async_trait::async_trait]
+impl Executor for ClusterExecutor {
+    async fn execute(&self, call: Call<'_>) -> Executed {
+        match call.placement {
+            Placement::Here => Executed::here(self.local.run(call).await),
+            // Boxed: the cluster's call future is large, and inline it would make every local
+            // call's future as large, copied at each move.
+            Placement::Worker(_) | Placement::Any => {
+                Box::pin(self.calls.send(call, &self.local)).await
+            }
         }
     }
 }
 
 /// What one attempt on one worker came to.
 enum Attempt {
+    /// The worker took the call: its answer, or no answer in time.
     Done(Result<Vec<Tensor>, ServiceError>),
+    /// The call never reached a worker (its deadline had passed, its body could not be stored,
+    /// NATS refused to send it).
+    Failed(ServiceError),
     /// The worker is gone (not serving, or no longer a member): another may be tried.
     Gone(String),
 }
@@ -149,18 +202,6 @@ impl Calls {
             lost,
         })
     }
-}
-
-async fn local(
-    service: &Service,
-    caller: &Caller,
-    name: &str,
-    version: Option<u32>,
-    args: Vec<Tensor>,
-    deadline: Duration,
-) -> Result<Vec<Tensor>, ServiceError> {
-    let method = service.resolve(&caller.tenant, name, version)?;
-    service.invoke(caller, &method, args, deadline).await
 }
 
 fn set_error(headers: &mut HeaderMap, code: Code, message: &str) {

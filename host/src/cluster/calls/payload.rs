@@ -4,12 +4,11 @@
 use async_nats::HeaderMap;
 use bytes::Bytes;
 use tokio::io::AsyncReadExt as _;
-use wasmrpc_proto::{Code, Tensor};
+use wasmrpc_proto::{Code, Tensor, tensor_list};
 
 use super::{CODE, Calls, HEADER_ROOM, MESSAGE, OBJECT, header};
 use crate::cluster::members::subject_token;
-use crate::cluster::wire;
-use crate::service::ServiceError;
+use crate::error::ServiceError;
 
 impl Calls {
     /// The body to send: `body` itself, or (over the max payload) an empty one, the bytes put in
@@ -32,26 +31,28 @@ impl Calls {
         self.payloads
             .put(name.as_str(), &mut reader)
             .await
-            .map_err(|e| ServiceError::Unavailable(format!("storing a large call body: {e}")))?;
+            .map_err(|e| {
+                ServiceError::unavailable_because(
+                    "the cluster could not store a large call body",
+                    e,
+                )
+            })?;
         headers.insert(OBJECT, name.as_str());
         Ok(Bytes::new())
     }
 
     /// The body of a received message: its payload, or the object it names (deleted once read).
-    pub(super) async fn incoming(&self, msg: &async_nats::Message) -> Result<Bytes, String> {
+    pub(super) async fn incoming(&self, msg: &async_nats::Message) -> Result<Bytes, ServiceError> {
         let Some(name) = header(msg, OBJECT) else {
             return Ok(msg.payload.clone());
         };
-        let mut object = self
-            .payloads
-            .get(&name)
-            .await
-            .map_err(|e| format!("fetching a large call body: {e}"))?;
+        let mut object = self.payloads.get(&name).await.map_err(|e| {
+            ServiceError::unavailable_because("the cluster could not fetch a large call body", e)
+        })?;
         let mut bytes = Vec::new();
-        object
-            .read_to_end(&mut bytes)
-            .await
-            .map_err(|e| format!("fetching a large call body: {e}"))?;
+        object.read_to_end(&mut bytes).await.map_err(|e| {
+            ServiceError::unavailable_because("the cluster could not fetch a large call body", e)
+        })?;
         if let Err(e) = self.payloads.delete(&name).await {
             tracing::warn!(error = %e, "could not delete a read call body; it expires by itself");
         }
@@ -69,11 +70,8 @@ impl Calls {
             let message = header(&msg, MESSAGE).unwrap_or_default();
             return Err(ServiceError::Remote { code, message });
         }
-        let body = self
-            .incoming(&msg)
-            .await
-            .map_err(ServiceError::Unavailable)?;
-        wire::decode(&body).map_err(|e| ServiceError::Remote {
+        let body = self.incoming(&msg).await?;
+        tensor_list::decode(&body).map_err(|e| ServiceError::Remote {
             code: Code::Internal,
             message: e.to_string(),
         })

@@ -1,5 +1,6 @@
 //! Sending a call to another worker: the worker named, or the live workers in turn for any,
-//! moving on when the one a call went to dies or stops listening.
+//! moving on when the one a call went to dies or stops listening; this worker's own turn runs on
+//! its local executor.
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -7,77 +8,96 @@ use std::time::{Duration, Instant};
 
 use async_nats::{HeaderMap, Request, RequestErrorKind};
 use bytes::Bytes;
-use wasmrpc_proto::{Code, Tensor};
+use wasmrpc_proto::{Code, Tensor, tensor_list};
 
 use super::{
-    ANSWER_GRACE, Attempt, Calls, LEAVING_ANSWER_GRACE, LIVENESS_CHECK, METHOD, QUOTA, TENANT,
-    TIMEOUT_MS, Target, VERSION, local, subject,
+    ANSWER_GRACE, Attempt, Calls, CarriedLimits, LEAVING_ANSWER_GRACE, LIMITS, LIVENESS_CHECK,
+    METHOD, TENANT, TIMEOUT_MS, VERSION, subject,
 };
-use crate::cluster::wire;
-use crate::service::{Caller, Service, ServiceError};
+use crate::admission::CallLimits;
+use crate::error::ServiceError;
+use crate::execute::{Call, Executed, LocalExecutor, Placement};
+use crate::registry::Registration;
 
 impl Calls {
-    /// Run `name` for `caller` on `target`, within `deadline` (already resolved: never zero).
+    /// Run `call` where its placement names a worker: here when that is this worker (or, for
+    /// any worker, when this one's turn comes), else on that worker, within the call's deadline.
     ///
-    /// # Errors
-    /// UNAVAILABLE when the named worker is not a member or dies, or no worker is left to try;
-    /// DEADLINE_EXCEEDED when no answer came in time; otherwise the callee's own error.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn call(
-        &self,
-        service: &Service,
-        caller: &Caller,
-        target: &Target,
-        name: &str,
-        version: Option<u32>,
-        args: Vec<Tensor>,
-        deadline: Duration,
-    ) -> Result<Vec<Tensor>, ServiceError> {
+    /// An answer from another worker was counted there ([`Executed::counted_elsewhere`]); a call
+    /// no worker answered for is this worker's to count.
+    pub async fn send(&self, call: Call<'_>, local: &LocalExecutor) -> Executed {
         let started = Instant::now();
-        match target {
-            Target::Named(worker) if *worker == self.me => {
-                local(service, caller, name, version, args, deadline).await
+        let Call {
+            registration,
+            args,
+            limits,
+            placement,
+        } = call;
+        let here = |args| Call {
+            registration,
+            args,
+            limits,
+            placement,
+        };
+        let carried = CarriedLimits::of(&limits);
+        let outgoing = Outgoing {
+            registration,
+            carried,
+            deadline: limits.deadline,
+            started,
+        };
+        match placement {
+            Placement::Here => Executed::here(local.run(here(args)).await),
+            Placement::Worker(worker) if *worker == self.me => {
+                Executed::here(local.run(here(args)).await)
             }
-            Target::Named(worker) => {
+            Placement::Worker(worker) => {
                 match self.members.get(worker) {
                     None => {
-                        return Err(ServiceError::Unavailable(format!(
+                        return Executed::here(Err(ServiceError::unavailable(format!(
                             "worker `{worker}` is not a live member of the cluster"
-                        )));
+                        ))));
                     }
                     Some(w) if w.draining => {
-                        return Err(ServiceError::Unavailable(format!(
+                        return Executed::here(Err(ServiceError::unavailable(format!(
                             "worker `{worker}` is leaving the cluster and takes no new calls"
-                        )));
+                        ))));
                     }
                     Some(_) => {}
                 }
-                let body = wire::encode(&args);
-                match self
-                    .attempt(worker, caller, name, version, &body, deadline, started)
-                    .await
-                {
-                    Attempt::Done(result) => result,
-                    Attempt::Gone(why) => Err(ServiceError::Unavailable(why)),
+                let body = tensor_list::encode(&args);
+                match self.attempt(worker, &outgoing, &body).await {
+                    Attempt::Done(result) => answered(result),
+                    Attempt::Failed(e) => Executed::here(Err(e)),
+                    Attempt::Gone(why) => Executed::here(Err(ServiceError::unavailable(why))),
                 }
             }
-            Target::Any => {
-                let body = wire::encode(&args);
+            Placement::Any => {
+                let body = tensor_list::encode(&args);
                 let mut tried = HashSet::new();
                 loop {
                     let Some(worker) = self.pick(&tried) else {
-                        return Err(ServiceError::Unavailable(
-                            "no live worker is left to run the call".to_owned(),
-                        ));
+                        return Executed::here(Err(ServiceError::unavailable(
+                            "no live worker is left to run the call",
+                        )));
                     };
                     if worker == self.me {
-                        return local(service, caller, name, version, args, deadline).await;
+                        let limits = CallLimits {
+                            deadline: limits.deadline.saturating_sub(started.elapsed()),
+                            ..limits
+                        };
+                        return Executed::here(
+                            local
+                                .run(Call {
+                                    limits,
+                                    ..here(args)
+                                })
+                                .await,
+                        );
                     }
-                    match self
-                        .attempt(&worker, caller, name, version, &body, deadline, started)
-                        .await
-                    {
-                        Attempt::Done(result) => return result,
+                    match self.attempt(&worker, &outgoing, &body).await {
+                        Attempt::Done(result) => return answered(result),
+                        Attempt::Failed(e) => return Executed::here(Err(e)),
                         Attempt::Gone(why) => {
                             tracing::info!(worker, why, "retrying a call on another worker");
                             tried.insert(worker);
@@ -104,40 +124,29 @@ impl Calls {
         Some(live[i].clone())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    async fn attempt(
-        &self,
-        worker: &str,
-        caller: &Caller,
-        name: &str,
-        version: Option<u32>,
-        body: &Bytes,
-        deadline: Duration,
-        started: Instant,
-    ) -> Attempt {
-        let left = deadline.saturating_sub(started.elapsed());
+    async fn attempt(&self, worker: &str, call: &Outgoing<'_>, body: &Bytes) -> Attempt {
+        let left = call.deadline.saturating_sub(call.started.elapsed());
         if left.is_zero() {
-            return Attempt::Done(Err(ServiceError::Remote {
+            return Attempt::Failed(ServiceError::Remote {
                 code: Code::DeadlineExceeded,
                 message: "the call's deadline passed before a worker took it".to_owned(),
-            }));
+            });
         }
+        let registration = call.registration;
         let mut headers = HeaderMap::new();
-        headers.insert(TENANT, caller.tenant.as_str());
-        headers.insert(METHOD, name);
-        if let Some(v) = version {
-            headers.insert(VERSION, v.to_string().as_str());
-        }
+        headers.insert(TENANT, registration.tenant.as_str());
+        headers.insert(METHOD, registration.name.as_str());
+        headers.insert(VERSION, registration.version.to_string().as_str());
         headers.insert(TIMEOUT_MS, left.as_millis().max(1).to_string().as_str());
         headers.insert(
-            QUOTA,
-            serde_json::to_string(&caller.quota)
-                .expect("a quota serialises")
+            LIMITS,
+            serde_json::to_string(&call.carried)
+                .expect("limits serialise")
                 .as_str(),
         );
         let payload = match self.outgoing(&mut headers, body).await {
             Ok(p) => p,
-            Err(e) => return Attempt::Done(Err(e)),
+            Err(e) => return Attempt::Failed(e),
         };
         let request = Request::new()
             .headers(headers)
@@ -192,9 +201,28 @@ impl Calls {
                     }))
                 }
             }
-            Err(e) => Attempt::Done(Err(ServiceError::Unavailable(format!(
-                "the call could not be sent to worker `{worker}`: {e}"
-            )))),
+            Err(e) => Attempt::Failed(ServiceError::unavailable_because(
+                format!("the call could not be sent to worker `{worker}`; try again"),
+                e,
+            )),
         }
+    }
+}
+
+/// What every attempt of one call sends.
+struct Outgoing<'a> {
+    registration: &'a Registration,
+    carried: CarriedLimits,
+    /// The call's deadline, counted from `started`.
+    deadline: Duration,
+    started: Instant,
+}
+
+/// The outcome of a call another worker took: counted there, whatever it was (one that did not
+/// answer in time counts it when it ends).
+fn answered(result: Result<Vec<Tensor>, ServiceError>) -> Executed {
+    Executed {
+        result,
+        counted_elsewhere: true,
     }
 }

@@ -9,13 +9,16 @@ use bytes::Bytes;
 use futures_util::StreamExt as _;
 use wasmrpc_proto::{Code, Tensor};
 
+use wasmrpc_proto::tensor_list;
+
 use super::{
-    CODE, Calls, MAX_SERVED, METHOD, NATS_STEP, QUOTA, TENANT, TIMEOUT_MS, VERSION, WORKER, header,
-    local, set_error, subject,
+    CODE, Calls, CarriedLimits, LIMITS, MAX_SERVED, METHOD, NATS_STEP, TENANT, TIMEOUT_MS, VERSION,
+    WORKER, header, set_error, subject,
 };
-use crate::cluster::{ClusterError, wire};
-use crate::service::{Caller, Service, ServiceError};
-use crate::tenancy::{Quota, TenantId};
+use crate::cluster::ClusterError;
+use crate::error::ServiceError;
+use crate::service::{PeerCall, Service};
+use crate::tenancy::TenantId;
 
 impl Calls {
     /// Serve calls sent to this worker with `service`, until [`Calls::drain`].
@@ -105,7 +108,7 @@ impl Calls {
         headers.insert(WORKER, self.me.as_str());
         let body = match result {
             Ok(outputs) => {
-                let body = wire::encode(&outputs);
+                let body = tensor_list::encode(&outputs);
                 match self.outgoing(&mut headers, &body).await {
                     Ok(body) => {
                         headers.insert(CODE, "OK");
@@ -146,30 +149,26 @@ impl Calls {
         };
         let tenant = TenantId::new(header(msg, TENANT).ok_or_else(|| bad("tenant"))?);
         let name = header(msg, METHOD).ok_or_else(|| bad("method"))?;
-        let version = match header(msg, VERSION) {
-            Some(v) => Some(v.parse::<u32>().map_err(|_| bad("version"))?),
-            None => None,
-        };
+        let version = header(msg, VERSION)
+            .and_then(|v| v.parse::<u32>().ok())
+            .ok_or_else(|| bad("version"))?;
         let timeout_ms: u64 = header(msg, TIMEOUT_MS)
             .and_then(|t| t.parse().ok())
             .ok_or_else(|| bad("timeout"))?;
-        let quota: Quota = header(msg, QUOTA)
-            .and_then(|q| serde_json::from_str(&q).ok())
-            .ok_or_else(|| bad("quota"))?;
-        let body = self
-            .incoming(msg)
+        let carried: CarriedLimits = header(msg, LIMITS)
+            .and_then(|l| serde_json::from_str(&l).ok())
+            .ok_or_else(|| bad("limits"))?;
+        let body = self.incoming(msg).await?;
+        let args =
+            tensor_list::decode(&body).map_err(|e| ServiceError::Arguments(e.to_string()))?;
+        service
+            .serve_peer(PeerCall {
+                tenant,
+                name,
+                version,
+                args,
+                limits: carried.with_deadline(Duration::from_millis(timeout_ms)),
+            })
             .await
-            .map_err(ServiceError::Unavailable)?;
-        let args = wire::decode(&body).map_err(|e| ServiceError::Arguments(e.to_string()))?;
-        let caller = Caller { tenant, quota };
-        local(
-            service,
-            &caller,
-            &name,
-            version,
-            args,
-            Duration::from_millis(timeout_ms),
-        )
-        .await
     }
 }

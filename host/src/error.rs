@@ -1,5 +1,6 @@
-//! The service's one error type, and the one place that maps failures to canonical codes and
-//! decides what a client may see.
+//! The host's one error type, [`ServiceError`], and the one place that maps failures to canonical
+//! codes and decides what a client may see. It sits below the service and the executors, which
+//! both return it, so neither has to import the other for it.
 //!
 //! A client sees its own mistakes and the guest's failure (trap reason, log tail); a store's,
 //! a join's or the engine's own text is the server's business: [`ServiceError::public_message`]
@@ -54,9 +55,11 @@ pub enum ServiceError {
     /// The call was not admitted (the server is full, or no slot came free in time).
     #[error(transparent)]
     Admission(#[from] AdmissionError),
-    /// The stored component cannot be run now (missing, corrupt, no longer loads).
+    /// The call cannot run now (a stored component missing, corrupt or no longer loading; a
+    /// thread or a transport that failed): the reason is the client's to read, its source only
+    /// the server's log's.
     #[error("{0}")]
-    Unavailable(String),
+    Unavailable(Unavailable),
     /// The store failed, or refused a registration over the tenant's quota.
     #[error("{}", store_message(.0))]
     Store(#[from] RegistryError),
@@ -72,17 +75,55 @@ pub enum ServiceError {
         /// What the client may read.
         message: String,
     },
-    /// Past the caller's calls-per-second quota.
+    /// The call was placed on a worker of a cluster (`?worker=`), and this server is in none.
     #[error(
-        "quota calls_per_second ({per_second}) reached; try again in {} ms",
-        retry_after.as_millis().max(1)
+        "this server is not in a cluster: start it with --cluster nats://HOST:PORT --name NAME"
     )]
-    RateLimited {
-        /// The rate.
-        per_second: u64,
-        /// When the next call would be allowed.
-        retry_after: Duration,
-    },
+    NotInACluster,
+}
+
+/// Why a call cannot run now, in two parts: what a client may read, and what only the server's log
+/// (and an embedding program, which is the operator) gets: a transport's, a join's or the OS's own
+/// text.
+#[derive(Debug)]
+pub struct Unavailable {
+    /// What the client reads, in the server's own words.
+    pub reason: String,
+    /// The underlying failure's text, never sent to a client.
+    pub source: Option<String>,
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl ServiceError {
+    /// UNAVAILABLE for `reason`, which the client may read as it is.
+    pub fn unavailable(reason: impl Into<String>) -> Self {
+        ServiceError::Unavailable(Unavailable {
+            reason: reason.into(),
+            source: None,
+        })
+    }
+
+    /// UNAVAILABLE for `reason`, caused by `source`, whose text stays in the server's log.
+    pub fn unavailable_because(reason: impl Into<String>, source: impl std::fmt::Display) -> Self {
+        ServiceError::Unavailable(Unavailable {
+            reason: reason.into(),
+            source: Some(source.to_string()),
+        })
+    }
+
+    /// What the server's log should get besides [`ServiceError::public_message`]: the source of
+    /// a failure whose public part is the server's own words.
+    pub fn logged_source(&self) -> Option<&str> {
+        match self {
+            ServiceError::Unavailable(u) => u.source.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 fn store_message(e: &RegistryError) -> String {
@@ -104,11 +145,13 @@ impl ServiceError {
             ServiceError::Upload(e) => e.code(),
             ServiceError::Guest(f) => f.code(),
             ServiceError::Admission(
-                AdmissionError::Overloaded { .. } | AdmissionError::TenantBusy { .. },
+                AdmissionError::Overloaded { .. }
+                | AdmissionError::TenantBusy { .. }
+                | AdmissionError::RateLimited { .. },
             )
             | ServiceError::Quota(_)
-            | ServiceError::RateLimited { .. }
             | ServiceError::Store(RegistryError::Quota(_)) => Code::ResourceExhausted,
+            ServiceError::NotInACluster => Code::FailedPrecondition,
             ServiceError::Admission(AdmissionError::WaitedPastDeadline { .. }) => {
                 Code::DeadlineExceeded
             }
@@ -128,7 +171,9 @@ impl ServiceError {
     /// `Retry-After`).
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            ServiceError::RateLimited { retry_after, .. } => Some(*retry_after),
+            ServiceError::Admission(AdmissionError::RateLimited { retry_after, .. }) => {
+                Some(*retry_after)
+            }
             ServiceError::Admission(
                 AdmissionError::Overloaded { .. } | AdmissionError::TenantBusy { .. },
             ) => Some(Duration::from_secs(1)),
@@ -182,10 +227,15 @@ impl ServiceError {
 }
 
 /// The full status, for callers in the same process (the embedding program is the operator, so
-/// it sees the whole message). Over HTTP the API sends [`ServiceError::public_message`] instead.
+/// it sees the whole message, the source of an UNAVAILABLE included). Over HTTP the API sends
+/// [`ServiceError::public_message`] instead.
 impl From<ServiceError> for Status {
     fn from(e: ServiceError) -> Self {
-        Status::new(e.code(), e.to_string())
+        let message = match e.logged_source() {
+            Some(source) => format!("{e}: {source}"),
+            None => e.to_string(),
+        };
+        Status::new(e.code(), message)
     }
 }
 
@@ -214,6 +264,28 @@ mod tests {
         );
         let upload = ServiceError::Upload(UploadError::Internal("join error".into()));
         assert_eq!(upload.public_message(), None);
+    }
+
+    #[test]
+    fn an_unavailable_shows_its_reason_and_keeps_its_source_to_the_server() {
+        let e = ServiceError::unavailable_because(
+            "the call could not be sent to worker `w2`; try again",
+            "nats: connection reset by peer (os error 104) at 10.0.0.7:4222",
+        );
+        assert_eq!(e.code(), Code::Unavailable);
+        let shown = e.public_message().expect("the reason is the client's");
+        assert_eq!(
+            shown,
+            "the call could not be sent to worker `w2`; try again"
+        );
+        assert_eq!(
+            e.logged_source(),
+            Some("nats: connection reset by peer (os error 104) at 10.0.0.7:4222")
+        );
+        // The embedding program is the operator: it reads both.
+        let status = Status::from(e);
+        assert!(status.message().contains("os error 104"), "{status:?}");
+        assert_eq!(ServiceError::unavailable("busy").logged_source(), None);
     }
 
     #[test]
@@ -296,10 +368,10 @@ mod tests {
 
     #[test]
     fn quota_refusals_name_the_quota_and_are_shown() {
-        let rate = ServiceError::RateLimited {
+        let rate = ServiceError::Admission(AdmissionError::RateLimited {
             per_second: 5,
             retry_after: Duration::from_millis(120),
-        };
+        });
         assert_eq!(rate.code(), Code::ResourceExhausted);
         assert_eq!(rate.retry_after(), Some(Duration::from_millis(120)));
         assert_eq!(

@@ -1,5 +1,8 @@
-//! The binary encoding of tensors carried between workers (never JSON): a list of tensors, each its
-//! dtype's name, its shape and its raw little-endian data, copied once into and out of the message.
+//! The binary encoding of a list of tensors, as workers of a cluster carry a call's arguments and
+//! outputs to each other over NATS (never JSON): each tensor its dtype's name, its shape and its raw
+//! little-endian data, copied once into and out of the message. Part of the contract because two
+//! builds of wasmrpc in one cluster must read each other; golden files
+//! (`tests/golden/tensor_list/`) pin it.
 //!
 //! ```text
 //! "WRT1" u32:count { u8:len dtype-name  u8:rank u64:dim*rank  u64:len data }*count   (little-endian)
@@ -8,17 +11,22 @@
 //! Decoding checks every length against what is left and every tensor against its dtype and shape
 //! ([`Tensor::from_raw`]); nothing is allocated for a length the message does not hold.
 
+use crate::{DType, Tensor};
 use bytes::{Buf as _, BufMut as _, Bytes};
-use wasmrpc_proto::{DType, Tensor};
 
-const MAGIC: &[u8; 4] = b"WRT1";
+/// The first four bytes of every message, and its version.
+pub const MAGIC: &[u8; 4] = b"WRT1";
 
 /// A message that is not a list of tensors in this encoding.
 #[derive(Debug, thiserror::Error)]
 #[error("bad tensor message: {0}")]
-pub struct WireError(String);
+pub struct TensorListError(String);
 
 /// The bytes of `tensors`.
+///
+/// # Panics
+/// With 2^32 tensors or more, a tensor of rank 256 or more, or a dtype name over 255 bytes:
+/// none of these can be made from the contract's types and limits.
 pub fn encode(tensors: &[Tensor]) -> Bytes {
     let size = 8 + tensors
         .iter()
@@ -45,18 +53,18 @@ pub fn encode(tensors: &[Tensor]) -> Bytes {
 ///
 /// # Errors
 /// A message cut short, with trailing bytes, an unknown dtype or data that does not fit its shape.
-pub fn decode(message: &Bytes) -> Result<Vec<Tensor>, WireError> {
+pub fn decode(message: &Bytes) -> Result<Vec<Tensor>, TensorListError> {
     let mut buf = message.clone();
     let need = |buf: &Bytes, n: usize| {
         if buf.remaining() < n {
-            Err(WireError("cut short".into()))
+            Err(TensorListError("cut short".into()))
         } else {
             Ok(())
         }
     };
     need(&buf, 8)?;
     if &buf[..4] != MAGIC {
-        return Err(WireError("not a tensor list".into()));
+        return Err(TensorListError("not a tensor list".into()));
     }
     buf.advance(4);
     let count = buf.get_u32_le() as usize;
@@ -65,19 +73,19 @@ pub fn decode(message: &Bytes) -> Result<Vec<Tensor>, WireError> {
         need(&buf, 1)?;
         let len = usize::from(buf.get_u8());
         need(&buf, len + 1)?;
-        let name = std::str::from_utf8(&buf[..len]).map_err(|e| WireError(e.to_string()))?;
-        let dtype: DType = name.parse().map_err(|e| WireError(format!("{e}")))?;
+        let name = std::str::from_utf8(&buf[..len]).map_err(|e| TensorListError(e.to_string()))?;
+        let dtype: DType = name.parse().map_err(|e| TensorListError(format!("{e}")))?;
         buf.advance(len);
         let rank = usize::from(buf.get_u8());
         need(&buf, 8 * rank + 8)?;
         let shape: Vec<u64> = (0..rank).map(|_| buf.get_u64_le()).collect();
-        let len = usize::try_from(buf.get_u64_le()).map_err(|e| WireError(e.to_string()))?;
+        let len = usize::try_from(buf.get_u64_le()).map_err(|e| TensorListError(e.to_string()))?;
         need(&buf, len)?;
         let data = buf.split_to(len);
-        out.push(Tensor::from_raw(dtype, shape, data).map_err(|e| WireError(e.to_string()))?);
+        out.push(Tensor::from_raw(dtype, shape, data).map_err(|e| TensorListError(e.to_string()))?);
     }
     if buf.has_remaining() {
-        return Err(WireError("trailing bytes".into()));
+        return Err(TensorListError("trailing bytes".into()));
     }
     Ok(out)
 }

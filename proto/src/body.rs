@@ -1,7 +1,8 @@
-//! HTTP bodies both ways: one read into one buffer as its frames arrive ([`gather`]: the client
-//! reads answers this way, and the server (`wasmrpc-host`) call bodies), and one sent as the
-//! buffers it already is ([`Chunks`]: every request the client sends, so a binary infer's
-//! tensors go out where they are; the server's binary infer answers).
+//! HTTP bodies both ways, shared by the server and the client so that neither imports the other:
+//! one read into one buffer as its frames arrive ([`gather`]: the client reads answers this way,
+//! and the server (`wasmrpc-host`) call bodies), and one sent as the buffers it already is
+//! ([`Chunks`]: every request the client sends, so a binary infer's tensors go out where they
+//! are; the server's binary infer answers). Only the `http-body` traits: no client, no server.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -9,7 +10,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http_body_util::BodyExt;
+use http_body_util::BodyExt as _;
 
 /// Room made at the start for a body's declared length, at most: a client that declares much
 /// and sends little gets no more than this set aside for it (the buffer grows past it as data

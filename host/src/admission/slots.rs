@@ -1,7 +1,8 @@
-//! Admission control: how many guest calls run at once, how many may wait, and whose turn it is.
+//! This worker's call slots: how many guest calls run here at once, how many may wait, and whose
+//! turn it is (the last step of the admission policy, taken where the call runs).
 //!
-//! Its own layer, outside the sandbox: the runtime runs whatever it is given, and whoever calls it
-//! holds a [`CallPermit`] from here for as long as the guest runs. Scheduling is fair between
+//! Outside the sandbox: the runtime runs whatever it is given, and whoever calls it holds a
+//! [`CallPermit`] from here for as long as the guest runs. Scheduling is fair between
 //! tenants: each tenant has its own bounded queue and its own cap on running calls, and a freed
 //! slot goes to the next tenant in turn (round robin), not to whoever queued first, so one tenant
 //! flooding the server with slow calls delays another tenant by at most a turn. A slot one tenant
@@ -13,46 +14,8 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use super::{AdmissionError, TenantShare};
 use crate::tenancy::TenantId;
-
-/// Why a call was not admitted.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AdmissionError {
-    /// Every slot is busy and the server's wait queue is full: refused at once.
-    #[error("the server is running {running} calls and {queued} more are waiting; try again later")]
-    Overloaded {
-        /// Calls running at once.
-        running: usize,
-        /// Calls that may wait.
-        queued: usize,
-    },
-    /// The tenant's own queue is full: refused at once.
-    #[error(
-        "quota max_concurrent_calls ({running}) reached and {queued} more calls are waiting; try \
-         again later"
-    )]
-    TenantBusy {
-        /// The tenant's running calls.
-        running: usize,
-        /// The tenant's queue bound.
-        queued: usize,
-    },
-    /// No slot came free within the call's deadline.
-    #[error("the call ran past its deadline of {deadline_ms} ms and was stopped")]
-    WaitedPastDeadline {
-        /// The deadline the call had.
-        deadline_ms: u64,
-    },
-}
-
-/// What one tenant may hold.
-#[derive(Debug, Clone, Copy)]
-pub struct TenantShare {
-    /// Its calls running at once.
-    pub max_running: usize,
-    /// Its calls waiting at once.
-    pub max_queued: usize,
-}
 
 /// The right to run one guest call; the slot goes to the next caller in turn when it is dropped.
 #[derive(Debug)]
@@ -198,14 +161,14 @@ impl Inner {
 
 /// Call slots, and fair, bounded wait queues per tenant.
 #[derive(Debug, Clone)]
-pub struct Admission {
+pub struct LocalSlots {
     inner: Arc<Inner>,
 }
 
-impl Admission {
+impl LocalSlots {
     /// `max_running` calls at once over all tenants; up to `max_queued` more wait for a slot.
     pub fn new(max_running: usize, max_queued: usize) -> Self {
-        Admission {
+        LocalSlots {
             inner: Arc::new(Inner {
                 max_running,
                 max_queued,
@@ -319,7 +282,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_queue_refuses_at_once_and_a_freed_slot_admits() {
-        let admission = Admission::new(1, 1);
+        let admission = LocalSlots::new(1, 1);
         let a = TenantId::new("a");
         let first = admission.admit(&a, share(8, 8), LONG).await.expect("slot");
         // One waiter fits the server's queue; it gets the slot once the first call ends.
@@ -354,7 +317,7 @@ mod tests {
 
     #[tokio::test]
     async fn waiting_past_the_deadline_is_refused_and_frees_its_place() {
-        let admission = Admission::new(1, 8);
+        let admission = LocalSlots::new(1, 8);
         let a = TenantId::new("a");
         let held = admission.admit(&a, share(8, 8), LONG).await.expect("slot");
         let err = admission
@@ -374,7 +337,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_tenant_is_held_to_its_own_cap_and_queue() {
-        let admission = Admission::new(4, 100);
+        let admission = LocalSlots::new(4, 100);
         let a = TenantId::new("a");
         let b = TenantId::new("b");
         let _one = admission.admit(&a, share(1, 1), LONG).await.expect("slot");
@@ -412,7 +375,7 @@ mod tests {
 
     #[tokio::test]
     async fn freed_slots_go_round_robin_not_to_the_longest_queue() {
-        let admission = Admission::new(1, 1000);
+        let admission = LocalSlots::new(1, 1000);
         let flood = TenantId::new("flood");
         let quiet = TenantId::new("quiet");
         let held = admission
@@ -454,7 +417,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_caller_that_goes_away_in_the_queue_leaves_no_slot_taken() {
-        let admission = Admission::new(1, 100);
+        let admission = LocalSlots::new(1, 100);
         let a = TenantId::new("a");
         for _ in 0..50 {
             let held = admission

@@ -1,0 +1,220 @@
+//! Admission: whether a call may run, and with what. One policy, applied in this order:
+//!
+//! 1. the tenant's rate (`calls_per_second`, counted across the cluster when the server is in
+//!    one: `tenancy/rate.rs`);
+//! 2. the call's deadline: the one the caller asked for (or the server's default), capped by the
+//!    server's longest and the tenant's `max_deadline_ms`;
+//! 3. a slot of the cluster's count, for a tenant limited below a worker's capacity
+//!    (`tenancy/slots.rs`, kept in NATS by `cluster::slots`), its wait counted against the
+//!    deadline;
+//! 4. a slot of the worker that runs the call ([`LocalSlots`], `slots.rs`), fair between tenants,
+//!    its wait counted against the deadline too.
+//!
+//! [`Admission::admit`] takes steps 1 to 3 once per call, on the worker the call arrived at, and
+//! returns the [`CallLimits`] the call carries wherever it runs, with the deadline left. Step 4 is
+//! taken where the guest runs ([`LocalSlots::admit`], by the local executor), after its
+//! component is loaded: a load may itself take a slot (to ask for signatures), and it does not
+//! count against the call's deadline. A call arriving from another worker carries the limits its
+//! first worker admitted it with, and takes only step 4.
+
+mod slots;
+
+pub use slots::LocalSlots;
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::tenancy::slots::{CallSlots, SlotGuard};
+use crate::tenancy::{Quota, RateLimiter, TenantId};
+
+/// Why a call was not admitted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AdmissionError {
+    /// Every slot is busy and the server's wait queue is full: refused at once.
+    #[error("the server is running {running} calls and {queued} more are waiting; try again later")]
+    Overloaded {
+        /// Calls running at once.
+        running: usize,
+        /// Calls that may wait.
+        queued: usize,
+    },
+    /// The tenant's own queue is full: refused at once.
+    #[error(
+        "quota max_concurrent_calls ({running}) reached and {queued} more calls are waiting; try \
+         again later"
+    )]
+    TenantBusy {
+        /// The tenant's running calls.
+        running: usize,
+        /// The tenant's queue bound.
+        queued: usize,
+    },
+    /// Past the tenant's calls-per-second quota: refused at once.
+    #[error(
+        "quota calls_per_second ({per_second}) reached; try again in {} ms",
+        retry_after.as_millis().max(1)
+    )]
+    RateLimited {
+        /// The rate.
+        per_second: u64,
+        /// When the next call would be allowed.
+        retry_after: Duration,
+    },
+    /// No slot came free within the call's deadline.
+    #[error("the call ran past its deadline of {deadline_ms} ms and was stopped")]
+    WaitedPastDeadline {
+        /// The deadline the call had.
+        deadline_ms: u64,
+    },
+}
+
+/// What one tenant may hold.
+#[derive(Debug, Clone, Copy)]
+pub struct TenantShare {
+    /// Its calls running at once.
+    pub max_running: usize,
+    /// Its calls waiting at once.
+    pub max_queued: usize,
+}
+
+/// What one call may use wherever it runs: its caller's quota made concrete, and the deadline left.
+#[derive(Debug, Clone, Copy)]
+pub struct CallLimits {
+    /// The call ends this long after it is handed over, waiting for a slot included.
+    pub deadline: Duration,
+    /// Linear memory it may hold, in bytes.
+    pub memory: usize,
+    /// Its tenant's share of the call slots.
+    pub share: TenantShare,
+}
+
+/// The server's rule for a call's deadline: the default for a call that asks for none, and the
+/// longest any call may have.
+#[derive(Debug, Clone, Copy)]
+pub struct DeadlineRule {
+    /// For a call that asks for none (a timeout of zero).
+    pub default: Duration,
+    /// The longest.
+    pub max: Duration,
+}
+
+impl DeadlineRule {
+    /// The deadline of a call asking for `requested` (zero: the default), at most the longest.
+    pub fn deadline_for(&self, requested: Duration) -> Duration {
+        if requested.is_zero() {
+            self.default.min(self.max)
+        } else {
+            requested.min(self.max)
+        }
+    }
+}
+
+/// A call admitted on this worker: what it may use, and the cluster slot it holds (given back
+/// when this is dropped, once the call has ended wherever it ran).
+#[derive(Debug)]
+pub struct Admitted {
+    /// What the call may use, with the deadline left after admission.
+    pub limits: CallLimits,
+    _cluster_slot: Option<SlotGuard>,
+}
+
+/// The admission policy of this server (see the module's documentation for its order).
+#[derive(Debug)]
+pub struct Admission {
+    rates: RateLimiter,
+    /// The cluster's count of running calls, for tenants limited below a worker's capacity
+    /// (set when the server joins a cluster with keys), and that capacity.
+    cluster_slots: OnceLock<(Arc<dyn CallSlots>, u64)>,
+    slots: Arc<LocalSlots>,
+    deadlines: DeadlineRule,
+    /// Calls one tenant may have waiting for a slot.
+    tenant_max_queued: usize,
+}
+
+impl Admission {
+    /// `max_running` calls at once here, `max_queued` more waiting (of which one tenant may fill
+    /// at most `tenant_max_queued`), deadlines by `deadlines`.
+    pub fn new(
+        max_running: usize,
+        max_queued: usize,
+        tenant_max_queued: usize,
+        deadlines: DeadlineRule,
+    ) -> Self {
+        Admission {
+            rates: RateLimiter::default(),
+            cluster_slots: OnceLock::new(),
+            slots: Arc::new(LocalSlots::new(max_running, max_queued)),
+            deadlines,
+            tenant_max_queued,
+        }
+    }
+
+    /// Count tenants' call rates against the cluster's buckets (a worker joining a cluster), so
+    /// that `calls_per_second` holds across workers.
+    pub fn share_rates(&self, shared: Arc<dyn crate::tenancy::rate::SharedRates>) {
+        self.rates.share(shared);
+    }
+
+    /// Count the running calls of tenants whose `max_concurrent_calls` is below
+    /// `per_worker_default` (the default quota, which stays each worker's own) across the
+    /// cluster (a worker joining a cluster with keys).
+    pub fn share_slots(&self, slots: Arc<dyn CallSlots>, per_worker_default: u64) {
+        let _ = self.cluster_slots.set((slots, per_worker_default));
+    }
+
+    /// This worker's call slots (step 4), for the executor and the module cache.
+    pub fn slots(&self) -> &Arc<LocalSlots> {
+        &self.slots
+    }
+
+    /// The server's deadline rule.
+    pub fn deadlines(&self) -> DeadlineRule {
+        self.deadlines
+    }
+
+    /// Steps 1 to 3 for a call of `tenant` under `quota` that asks for `timeout` (zero: the
+    /// default): the limits it runs with, the deadline left after waiting for a cluster slot.
+    ///
+    /// # Errors
+    /// [`AdmissionError::RateLimited`] past the rate; the cluster count's refusals
+    /// ([`AdmissionError::TenantBusy`], [`AdmissionError::WaitedPastDeadline`]).
+    pub async fn admit(
+        &self,
+        tenant: &TenantId,
+        quota: &Quota,
+        timeout: Duration,
+    ) -> Result<Admitted, AdmissionError> {
+        if let Err(retry_after) = self.rates.take(tenant, quota.calls_per_second).await {
+            return Err(AdmissionError::RateLimited {
+                per_second: quota.calls_per_second,
+                retry_after,
+            });
+        }
+        let deadline = self
+            .deadlines
+            .deadline_for(timeout)
+            .min(Duration::from_millis(quota.max_deadline_ms));
+        let max = quota.max_concurrent_calls;
+        let (cluster_slot, deadline) = match self.cluster_slots.get() {
+            Some((slots, per_worker_default)) if max > 0 && max < *per_worker_default => {
+                let started = Instant::now();
+                let slot = slots
+                    .acquire(tenant, max, deadline, self.tenant_max_queued)
+                    .await?;
+                (Some(slot), deadline.saturating_sub(started.elapsed()))
+            }
+            _ => (None, deadline),
+        };
+        Ok(Admitted {
+            limits: CallLimits {
+                deadline,
+                memory: usize::try_from(quota.memory_per_call_mib << 20).unwrap_or(usize::MAX),
+                share: TenantShare {
+                    max_running: usize::try_from(quota.max_concurrent_calls).unwrap_or(usize::MAX),
+                    max_queued: self.tenant_max_queued,
+                },
+            },
+            _cluster_slot: cluster_slot,
+        })
+    }
+}
