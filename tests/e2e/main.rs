@@ -15,6 +15,7 @@ mod instantiation;
 mod kserve;
 mod kserve_binary;
 mod kserve_repository;
+mod malformed;
 mod no_wasi;
 mod openapi;
 mod python_clients;

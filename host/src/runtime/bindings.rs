@@ -14,9 +14,7 @@ wasmtime::component::bindgen!({
 });
 
 pub use wasmrpc::tensor::log::Level;
-pub use wasmrpc::tensor::types::{
-    Dtype, Error as GuestError, MethodSignature, TensorParam, TensorSpec,
-};
+pub use wasmrpc::tensor::types::{Dtype, Error as GuestError, TensorParam};
 
 /// `wit/panic/report.wit`: how the SDK's panic hook sends its message, in integers.
 pub mod panic {

@@ -5,6 +5,7 @@
 use wasmrpc_proto::{Code, DType, Dim, MethodSignature, Tensor, TensorSpec};
 
 use super::bindings::{self, Dtype, GuestError};
+use super::lifted::{Items, SignatureOut, SpecOut};
 
 /// The wire dtype of a WIT dtype.
 pub fn dtype_from_wit(d: Dtype) -> DType {
@@ -68,11 +69,11 @@ pub fn tensor_from_wit(
     Tensor::from_raw(dtype_from_wit(dtype), shape, data)
 }
 
-fn spec_from_wit(s: bindings::TensorSpec) -> TensorSpec {
+fn spec_from_wit(s: SpecOut) -> TensorSpec {
     TensorSpec {
-        name: s.name,
-        dtype: dtype_from_wit(s.dtype),
-        shape: s.shape.map(|dims| {
+        name: s.name.into_inner(),
+        dtype: dtype_from_wit(s.dtype.into_inner()),
+        shape: s.shape.into_inner().map(|Items(dims)| {
             dims.into_iter()
                 .map(|d| d.map_or(Dim::Dynamic, Dim::Fixed))
                 .collect()
@@ -80,13 +81,25 @@ fn spec_from_wit(s: bindings::TensorSpec) -> TensorSpec {
     }
 }
 
-/// A method signature as the API shows it.
-pub fn signature_from_wit(s: bindings::MethodSignature) -> MethodSignature {
+/// A method signature, as `signatures()` returned it, as the API shows it.
+pub fn signature_from_wit(s: SignatureOut) -> MethodSignature {
     MethodSignature {
-        name: s.name,
-        inputs: s.inputs.into_iter().map(spec_from_wit).collect(),
-        outputs: s.outputs.into_iter().map(spec_from_wit).collect(),
-        doc: s.doc,
+        name: s.name.into_inner(),
+        inputs: s
+            .inputs
+            .into_inner()
+            .0
+            .into_iter()
+            .map(spec_from_wit)
+            .collect(),
+        outputs: s
+            .outputs
+            .into_inner()
+            .0
+            .into_iter()
+            .map(spec_from_wit)
+            .collect(),
+        doc: s.doc.into_inner(),
     }
 }
 

@@ -6,6 +6,8 @@
 
 use wasmrpc_proto::Code;
 
+use super::lifted::MalformedValue;
+
 /// A failed guest call or upload.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GuestFailure {
@@ -45,6 +47,17 @@ pub enum GuestFailure {
         /// What was wrong.
         message: String,
     },
+    /// The guest returned a value that breaks the canonical ABI (a string or list outside its
+    /// memory, a misaligned list, an enum, option or variant case out of range, invalid UTF-8):
+    /// the function's bug, told to the client as INTERNAL with what was wrong and where, never
+    /// withheld as the host's.
+    #[error("{returned_by} returned a malformed value: {value}")]
+    Malformed {
+        /// Whose value: `method `add``, `the component's signatures()`.
+        returned_by: String,
+        /// What was wrong, and where in the value.
+        value: MalformedValue,
+    },
     /// The host could not run the call right now (no free instance slot).
     #[error("{0}")]
     Capacity(String),
@@ -68,7 +81,9 @@ impl GuestFailure {
         match self {
             GuestFailure::Deadline { .. } => Code::DeadlineExceeded,
             GuestFailure::Memory { .. } => Code::ResourceExhausted,
-            GuestFailure::Trap { .. } | GuestFailure::Internal(_) => Code::Internal,
+            GuestFailure::Trap { .. }
+            | GuestFailure::Malformed { .. }
+            | GuestFailure::Internal(_) => Code::Internal,
             GuestFailure::Guest { code, .. } | GuestFailure::BadOutput { code, .. } => *code,
             GuestFailure::Capacity(_) => Code::Unavailable,
         }
@@ -77,5 +92,28 @@ impl GuestFailure {
     /// Whether the failure is the host's own (its text stays in the server's log).
     pub fn is_host_fault(&self) -> bool {
         matches!(self, GuestFailure::Internal(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_return_value_is_internal_but_the_functions_fault_told_to_the_client() {
+        let malformed = GuestFailure::Malformed {
+            returned_by: "method `add`".into(),
+            value: MalformedValue::for_test(
+                "list pointer/length out of bounds of memory",
+                "outputs[0].data",
+            ),
+        };
+        assert_eq!(malformed.code(), Code::Internal);
+        assert!(!malformed.is_host_fault());
+        assert_eq!(
+            malformed.to_string(),
+            "method `add` returned a malformed value: list pointer/length out of bounds of \
+             memory (at `outputs[0].data`)"
+        );
     }
 }

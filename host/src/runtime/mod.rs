@@ -20,6 +20,7 @@ pub mod failure;
 pub mod guest_log;
 mod huge_pages;
 pub mod imports;
+mod lifted;
 pub mod limits;
 mod outputs;
 pub mod retire;
@@ -37,13 +38,15 @@ use wasmtime::{Engine, Store};
 pub use ahead::calls_in_ready_instances;
 pub use config::{Compiler, RuntimeConfig};
 pub use failure::GuestFailure;
+pub use lifted::MalformedValue;
 pub use validate::UploadError;
 
 use artifacts::ArtifactCache;
 use bindings::TensorFunctionPre;
 use compiles::{ABANDONED_COMPILES_MAX, COMPILES_AT_ONCE, CompileGate, CompilePermit, GateError};
 use epoch::EpochTicker;
-use outputs::{CallExport, TensorOut};
+use lifted::{Items, Lifted, SignatureOut};
+use outputs::{CallExport, METHOD_INTERFACE, TensorOut};
 use sandbox::{CallState, DeadlinePassed, StoreLimits};
 
 /// A compiled component whose signatures have not been asked for yet ([`Runtime::describe`]).
@@ -309,13 +312,19 @@ impl Runtime {
     /// [`RuntimeConfig::signatures_deadline`]) and check them. The caller holds a call slot.
     ///
     /// # Errors
-    /// [`UploadError::Signatures`] when the guest fails, [`UploadError::BadSignatures`] for
-    /// signatures that cannot be served.
+    /// [`UploadError::Signatures`] when the guest fails, [`UploadError::MalformedSignatures`]
+    /// when what it returned cannot be read, [`UploadError::BadSignatures`] for signatures that
+    /// cannot be served.
     pub async fn describe(&self, compiled: Compiled) -> Result<Arc<Module>, UploadError> {
-        let signatures = self
-            .signatures_of(&compiled.pre)
-            .await
-            .map_err(UploadError::Signatures)?;
+        let signatures =
+            self.signatures_of(&compiled.pre)
+                .await
+                .map_err(|failure| match failure {
+                    GuestFailure::Malformed { value, .. } => {
+                        UploadError::MalformedSignatures(value)
+                    }
+                    other => UploadError::Signatures(other),
+                })?;
         validate::check_signatures(&signatures)?;
         let call = CallExport::find(compiled.pre.instance_pre().component()).ok_or_else(|| {
             UploadError::Internal("the component's `call` export was not found".into())
@@ -337,16 +346,30 @@ impl Runtime {
         let mut store =
             self.new_store(self.config.signatures_deadline, self.config.memory_per_call);
         let result = async {
-            let instance = pre.instantiate_async(&mut store).await?;
-            instance
-                .wasmrpc_tensor_method()
-                .call_signatures(&mut store)
-                .await
+            // `signatures` typed with the runtime's own result types, not the generated
+            // bindings', so a value that does not lift names where it is malformed
+            // (`runtime/lifted.rs`). Once an upload: the lookup and type check cost nothing here.
+            let instance = pre.instance_pre().instantiate_async(&mut store).await?;
+            let interface = instance
+                .get_export_index(&mut store, None, METHOD_INTERFACE)
+                .ok_or_else(|| wasmtime::format_err!("no `{METHOD_INTERFACE}` export"))?;
+            let index = instance
+                .get_export_index(&mut store, Some(&interface), "signatures")
+                .ok_or_else(|| wasmtime::format_err!("no `signatures` export"))?;
+            let signatures = instance
+                .get_typed_func::<(), (Lifted<Items<SignatureOut>>,)>(&mut store, &index)?;
+            let (Lifted(Items(sigs)),) = signatures.call_async(&mut store, ()).await?;
+            Ok(sigs)
         }
         .await;
         match result {
             Ok(sigs) => Ok(sigs.into_iter().map(convert::signature_from_wit).collect()),
-            Err(e) => Err(self.classify(e, &store, self.config.signatures_deadline)),
+            Err(e) => Err(self.classify(
+                e,
+                &store,
+                self.config.signatures_deadline,
+                "the component's signatures()",
+            )),
         }
     }
 
@@ -421,7 +444,7 @@ impl Runtime {
                 }
             };
             let call = module.call.get(&instance, &mut *store)?;
-            let (outputs,) = call.call_async(&mut *store, (method, &wit_args)).await?;
+            let (Lifted(outputs),) = call.call_async(&mut *store, (method, &wit_args)).await?;
             Ok(outputs)
         }
         .await;
@@ -435,12 +458,12 @@ impl Runtime {
             tracing::debug!(method, dropped_bytes = dropped, guest_log = %text.trim_end(), guest_log_end = %end, "guest log");
         }
         let outputs = match result {
-            Ok(Ok(outputs)) => outputs,
+            Ok(Ok(outputs)) => outputs.into_inner().0,
             Ok(Err(guest_error)) => {
-                let (code, message) = convert::guest_error(guest_error);
+                let (code, message) = convert::guest_error(guest_error.into_inner());
                 return Err(GuestFailure::Guest { code, message });
             }
-            Err(e) => return Err(self.classify(e, store, deadline)),
+            Err(e) => return Err(self.classify(e, store, deadline, &format!("method `{method}`"))),
         };
         self.check_outputs(module, method, outputs)
     }
@@ -453,7 +476,7 @@ impl Runtime {
         method: &str,
         outputs: Vec<TensorOut>,
     ) -> Result<Vec<Tensor>, GuestFailure> {
-        let total: usize = outputs.iter().map(|t| t.data.byte_len()).sum();
+        let total: usize = outputs.iter().map(|t| t.data.get().byte_len()).sum();
         if total > self.config.max_output_bytes {
             return Err(GuestFailure::BadOutput {
                 code: Code::ResourceExhausted,
@@ -471,7 +494,9 @@ impl Runtime {
             .into_iter()
             .enumerate()
             .map(|(i, t)| {
-                convert::tensor_from_wit(t.dtype, t.shape, t.data.into_bytes()).map_err(|e| {
+                let (dtype, shape) = (t.dtype.into_inner(), t.shape.into_inner());
+                let data = t.data.into_inner().into_bytes();
+                convert::tensor_from_wit(dtype, shape, data).map_err(|e| {
                     bad(format!(
                         "method `{method}` returned a malformed output {i}: {e}"
                     ))
@@ -516,11 +541,13 @@ impl Runtime {
 
     /// Turn a wasmtime error into a [`GuestFailure`]; the limiter's record wins over the trap it
     /// caused, so a memory bomb is RESOURCE_EXHAUSTED even when the guest aborts on its own.
+    /// `returned_by` names whose value it was, should the guest's returned value be malformed.
     fn classify(
         &self,
         error: wasmtime::Error,
         store: &Store<CallState>,
         deadline: Duration,
+        returned_by: &str,
     ) -> GuestFailure {
         let state = store.data();
         if error.is::<DeadlinePassed>()
@@ -561,6 +588,15 @@ impl Runtime {
             return GuestFailure::Trap {
                 reason: format!("the guest exited with status {}", exit.0),
                 guest_output,
+            };
+        }
+        // Typed by the runtime's own result types, whose lift alone makes it: the guest's
+        // returned value, not the host, is at fault (`runtime/lifted.rs` says why not by text,
+        // nor by when the error came).
+        if let Some(value) = error.downcast_ref::<MalformedValue>() {
+            return GuestFailure::Malformed {
+                returned_by: returned_by.to_owned(),
+                value: value.clone(),
             };
         }
         GuestFailure::Internal(format!(

@@ -28,6 +28,9 @@ use wasmtime::component::{
 
 use super::bindings::{Dtype, GuestError, TensorParam};
 use super::buffers;
+use super::lifted::{
+    DataField, DtypeField, ErrorField, Field, Items, Lifted, OutputsField, ShapeField,
+};
 use super::sandbox::CallState;
 
 /// Outputs of at least this many bytes are copied into a pooled buffer; smaller ones into a
@@ -35,20 +38,25 @@ use super::sandbox::CallState;
 pub const POOLED_MIN_BYTES: usize = 256 << 10;
 
 /// One output tensor as the guest returned it: the WIT `tensor` record, its data copied out.
+/// Each field names itself when the guest's value is malformed there (`runtime/lifted.rs`).
 #[derive(ComponentType, Lift)]
 #[component(record)]
 pub struct TensorOut {
-    pub dtype: Dtype,
-    pub shape: Vec<u64>,
-    pub data: OutputData,
+    pub dtype: Field<Dtype, DtypeField>,
+    pub shape: Field<Vec<u64>, ShapeField>,
+    pub data: Field<OutputData, DataField>,
 }
 
+/// What `call` returns: the outputs, or the guest's error. A value that does not lift is a
+/// `MalformedValue` saying where (`outputs[0].data`, `error`).
+pub type CallResult =
+    Lifted<Result<Field<Items<TensorOut>, OutputsField>, Field<GuestError, ErrorField>>>;
+
 /// A component's `call` export with its outputs lifted as [`TensorOut`]s.
-pub type CallFunc<'a> =
-    TypedFunc<(&'a str, &'a [TensorParam<'a>]), (Result<Vec<TensorOut>, GuestError>,)>;
+pub type CallFunc<'a> = TypedFunc<(&'a str, &'a [TensorParam<'a>]), (CallResult,)>;
 
 /// The name of the interface a guest exports, as the WIT package spells it.
-const METHOD_INTERFACE: &str = "wasmrpc:tensor/method@0.1.0";
+pub const METHOD_INTERFACE: &str = "wasmrpc:tensor/method@0.1.0";
 
 /// Where a component's `call` export is, found once per component, and whether its type has been
 /// checked against [`CallFunc`] yet.

@@ -8,6 +8,7 @@ use wasmtime::component::Component;
 
 use super::GuestFailure;
 use super::imports;
+use super::lifted::MalformedValue;
 
 /// Why an uploaded component was refused.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -94,6 +95,11 @@ pub enum UploadError {
         /// Why.
         reason: String,
     },
+    /// `signatures()` returned a value that breaks the canonical ABI (a string or list outside
+    /// the component's memory, a misaligned list, an enum or option case out of range, invalid
+    /// UTF-8): the component's fault, told to the uploader (INVALID_ARGUMENT).
+    #[error("the component's signatures() returned a malformed value: {0}")]
+    MalformedSignatures(MalformedValue),
     /// The signatures themselves are unusable.
     #[error("the component's signatures are invalid: {0}")]
     BadSignatures(String),
@@ -121,6 +127,9 @@ impl UploadError {
             ) => f.code(),
             // The host failed while running the component's code.
             UploadError::Signatures(f) if f.is_host_fault() => Code::Internal,
+            // What the component's code returned cannot be read: its own doing, as any other
+            // failure of `signatures()`.
+            UploadError::MalformedSignatures(_) => Code::InvalidArgument,
             _ => Code::InvalidArgument,
         }
     }
@@ -441,6 +450,22 @@ mod tests {
         let busy = UploadError::Signatures(GuestFailure::Capacity("no free slot".into()));
         assert_eq!(busy.code(), Code::Unavailable);
         assert!(!busy.is_the_components_fault());
+    }
+
+    #[test]
+    fn malformed_signatures_are_the_components_fault_and_shown_to_the_uploader() {
+        let malformed = UploadError::MalformedSignatures(MalformedValue::for_test(
+            "unexpected discriminant: 14",
+            "[0].inputs[0].dtype",
+        ));
+        assert_eq!(malformed.code(), Code::InvalidArgument);
+        assert!(malformed.is_the_components_fault());
+        assert!(!malformed.is_host_fault());
+        assert_eq!(
+            malformed.to_string(),
+            "the component's signatures() returned a malformed value: unexpected discriminant: \
+             14 (at `[0].inputs[0].dtype`)"
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 pub mod compose;
 pub mod guests;
+pub mod handmade;
 pub mod http;
 pub mod nats;
 pub mod python;
