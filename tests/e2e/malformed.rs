@@ -94,6 +94,38 @@ fn signatures_returning_a_malformed_value_are_refused_fast_naming_what_is_wrong(
     }
 }
 
+/// The return area's own pointer is checked by wasmtime before any part of the value is read:
+/// still the component's fault, said as such, with no place inside the value to name.
+#[test]
+fn signatures_whose_return_area_is_out_of_bounds_or_misaligned_are_refused_fast() {
+    let server = TestServer::start(&[]);
+    let http = server.http();
+    for (flaw, problem) in [
+        (
+            SignaturesFlaw::ReturnAreaOutOfBounds,
+            "pointer out of bounds of memory",
+        ),
+        (SignaturesFlaw::ReturnAreaMisaligned, "not aligned"),
+    ] {
+        let bytes = component("m", Some(flaw), CallReturns::Outputs);
+        let started = Instant::now();
+        let r = http.put("/v1/methods/m", &bytes);
+        let took = started.elapsed();
+        let body = String::from_utf8_lossy(&r.body);
+        assert_eq!(r.status, 400, "{flaw:?}: {body}");
+        assert_eq!(r.code(), "INVALID_ARGUMENT", "{flaw:?}: {body}");
+        let message = r.message();
+        assert!(
+            message.contains("the component's signatures() returned a malformed value"),
+            "{flaw:?}: {message}"
+        );
+        assert!(message.contains(problem), "{flaw:?}: {message}");
+        assert!(!message.contains("request id"), "{flaw:?}: {message}");
+        assert!(took < FAST, "{flaw:?} took {took:?}");
+        assert_eq!(http.get("/v1/methods").json()["methods"], json!([]));
+    }
+}
+
 #[test]
 fn the_kserve_repository_load_refuses_malformed_signatures_as_v1_does() {
     let server = TestServer::start(&[]);

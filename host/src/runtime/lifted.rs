@@ -39,8 +39,9 @@ use super::bindings::Dtype;
 /// host lowers the arguments, and, untyped too, from the host itself (an on-demand fiber stack
 /// whose `mmap` fails, with `pooling: false`). Only two checks of a returned value happen outside
 /// these wrappers, in `TypedFunc::lift_heap_result` before any of them runs: the return area's
-/// own pointer ("return pointer not aligned", "pointer out of bounds of memory"). Those stay
-/// unclassified (a host fault, in the server's log).
+/// own pointer ("return pointer not aligned", "pointer out of bounds of memory"). For
+/// `signatures()`, which takes no arguments, `Runtime::describe` closes that gap by when the
+/// error came (see there); for `call` it stays unclassified (a host fault, in the server's log).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MalformedValue {
     /// Where, innermost step first (the error travels outwards, each wrapper adds its step).
@@ -77,6 +78,15 @@ impl MalformedValue {
     /// What is wrong there, in wasmtime's words.
     pub fn problem(&self) -> &str {
         &self.problem
+    }
+
+    /// The value as a whole is malformed: `problem` was found before any part of it could be
+    /// read (the return area's own pointer; see `Runtime::describe`).
+    pub fn whole(problem: String) -> MalformedValue {
+        MalformedValue {
+            path: Vec::new(),
+            problem,
+        }
     }
 
     /// A value malformed at `place` (written out whole), for other modules' tests.

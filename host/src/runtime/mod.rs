@@ -358,18 +358,37 @@ impl Runtime {
                 .ok_or_else(|| wasmtime::format_err!("no `signatures` export"))?;
             let signatures = instance
                 .get_typed_func::<(), (Lifted<Items<SignatureOut>>,)>(&mut store, &index)?;
-            let (Lifted(Items(sigs)),) = signatures.call_async(&mut store, ()).await?;
-            Ok(sigs)
+            let called = signatures.call_async(&mut store, ()).await;
+            Ok(called.map(|(Lifted(Items(sigs)),)| sigs))
         }
         .await;
+        let returned_by = "the component's signatures()";
+        let classify = |e| self.classify(e, &store, self.config.signatures_deadline, returned_by);
         match result {
-            Ok(sigs) => Ok(sigs.into_iter().map(convert::signature_from_wit).collect()),
-            Err(e) => Err(self.classify(
-                e,
-                &store,
-                self.config.signatures_deadline,
-                "the component's signatures()",
-            )),
+            Ok(Ok(sigs)) => Ok(sigs.into_iter().map(convert::signature_from_wit).collect()),
+            // Instantiating, or finding the export, failed.
+            Err(e) => Err(classify(e)),
+            // The call itself failed with an error of no type the runtime knows. `signatures()`
+            // takes no arguments, so the host lowered nothing into the guest; with the pooling
+            // allocator its fiber stack and memories come from slots reserved at start (a slot
+            // that cannot be had is `PoolConcurrencyLimitError`, classified above). What is left
+            // to fail untyped is the canonical ABI at the guest's edge: the return area's own
+            // pointer, which wasmtime checks before the runtime's result types can say where
+            // (`runtime/lifted.rs`), or an import's arguments the guest passed. Both are the
+            // component's doing. Without pooling (an on-demand fiber stack whose `mmap` can fail
+            // untyped) the rule would not hold, and the error stays the host's.
+            Ok(Err(e)) => {
+                let problem = format!("{e:#}");
+                match classify(e) {
+                    GuestFailure::Internal(_) if self.config.pooling => {
+                        Err(GuestFailure::Malformed {
+                            returned_by: returned_by.to_owned(),
+                            value: MalformedValue::whole(problem),
+                        })
+                    }
+                    failure => Err(failure),
+                }
+            }
         }
     }
 

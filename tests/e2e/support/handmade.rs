@@ -35,6 +35,10 @@ pub enum SignaturesFlaw {
     ShapeOptionOutOfRange,
     /// The input's shape, a list of 8-aligned `option<u64>`, starts 4 bytes off.
     ShapeListMisaligned,
+    /// The return area itself (the list's pointer and length) lies past the end of memory.
+    ReturnAreaOutOfBounds,
+    /// The return area itself starts one byte off its 4-byte alignment.
+    ReturnAreaMisaligned,
 }
 
 /// What `call` returns.
@@ -83,7 +87,12 @@ fn signatures_value(image: &mut Image, name: &str, flaw: Option<SignaturesFlaw>)
     }
     let methods = image.place(4, &method);
     // The return area: the list's pointer and length.
-    image.place(4, &pair(methods, 1))
+    let area = image.place(4, &pair(methods, 1));
+    match flaw {
+        Some(ReturnAreaOutOfBounds) => OUT_OF_BOUNDS,
+        Some(ReturnAreaMisaligned) => area + 1,
+        _ => area,
+    }
 }
 
 /// A one-element list of `tensor-spec` with shape `some([some(2)])`; its address.
