@@ -278,35 +278,50 @@ fn a_compile_bomb_is_refused_as_too_complex_before_compiling() {
 /// answered at once even while every compile slot is taken.
 #[test]
 fn registering_known_bytes_again_needs_no_compile() {
-    let server = TestServer::start(&["--compile-timeout-s", "1"]);
+    use std::io::Write as _;
+    // A compile timeout long enough for any machine, however busy: the slow uploads below are
+    // ended by their clients going away, not by the timeout.
+    let server = TestServer::start(&["--compile-timeout-s", "120"]);
     let http = server.http();
     assert_eq!(
         http.put("/v1/methods/add?export=add", &guest("example-add"))
             .status,
         201
     );
-    // Both compile slots busy with slow uploads (which will time out).
+    // Both compile slots busy with slow uploads, sent on connections held open.
     let slow: Vec<_> = (0..2)
         .map(|n| {
-            let (http, bytes) = (
-                http.clone(),
-                with_custom_section(&slow_to_compile(), 10 + n),
-            );
-            std::thread::spawn(move || http.put(&format!("/v1/methods/slow-{n}"), &bytes).status)
+            let bytes = with_custom_section(&slow_to_compile(), 10 + n);
+            let mut stream = http.connect();
+            write!(
+                stream,
+                "PUT /v1/methods/slow-{n} HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n",
+                bytes.len()
+            )
+            .unwrap();
+            stream.write_all(&bytes).unwrap();
+            stream
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
-    let started = Instant::now();
+    // The condition the test needs, seen rather than waited for: both compiles running.
+    let waiting = Instant::now();
+    while children(server.pid()).len() < 2 {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(60),
+            "the slow compiles did not start"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let r = http.put("/v1/methods/plus?export=add", &guest("example-add"));
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-    assert!(
-        started.elapsed() < Duration::from_millis(900),
-        "{:?}",
-        started.elapsed()
+    // It did not wait for a compile slot: both slow compiles are still running.
+    assert_eq!(
+        children(server.pid()).len(),
+        2,
+        "the registration waited for the slow compiles"
     );
-    for s in slow {
-        assert_eq!(s.join().unwrap(), 504);
-    }
+    drop(slow);
+    assert!(children_after_settling(server.pid()).is_empty());
 }
 
 /// An upload whose client goes away mid-compile takes its compile with it: the child is killed,
