@@ -620,13 +620,8 @@ fn main() {
     let wanted = |id: &str| only.is_empty() || only.iter().any(|o| o == id);
     let add = guests::guest("example-add");
     let linalg = guests::guest("example-linalg");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        // As `wasmrpc serve`'s HTTP workers do: a finished call's store is reset after its
-        // answer, when the worker parks (`runtime/retire.rs`).
-        .on_thread_park(wasmrpc_host::internals::on_thread_park)
-        .build()
-        .unwrap();
+    // The HTTP workers of `wasmrpc serve`, tuned the same way (`threads/`).
+    let rt = wasmrpc_host::internals::server_runtime("wasmrpc-worker").unwrap();
     println!(
         "{:<3} {:<52} {:<44} {:<10} result",
         "row", "what", "measured", "target"

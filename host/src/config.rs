@@ -265,7 +265,11 @@ impl ServeSettings {
         if let Some(v) = self.body_timeout_s {
             http.body_read_timeout = secs(v);
         }
-        let mut serve = ServeOptions::default();
+        // Every server's connection threads, the embedded one's too, run the same choreography.
+        let mut serve = ServeOptions {
+            thread_hooks: crate::threads::connection_hooks(),
+            ..ServeOptions::default()
+        };
         if let Some(v) = self.header_timeout_s {
             serve.header_read_timeout = secs(v);
         }

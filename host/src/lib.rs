@@ -8,7 +8,9 @@
 //! the `wasmrpc-proto` crate.
 //!
 //! The public API is what an embedding program needs: [`Server`] (TensorFlow's `rpc.Server`),
-//! its [`ServeSettings`] and [`ComponentSource`]; `docs/architecture.md` maps the rest.
+//! its [`ServeSettings`] and [`ComponentSource`], and [`server_runtime`], a tokio runtime tuned
+//! as `wasmrpc serve`'s for a program that has none of its own; `docs/architecture.md` maps the
+//! rest.
 
 mod accept;
 mod admission;
@@ -26,10 +28,11 @@ mod runtime;
 mod server;
 mod service;
 mod tenancy;
-mod thread_priority;
+mod threads;
 
 pub use config::ServeSettings;
 pub use server::{ComponentSource, Server};
+pub use threads::server_runtime;
 
 /// The `wasmrpc` binary's command line (`host/src/main.rs` calls [`cli::main`]). Not an API.
 #[doc(hidden)]
@@ -50,7 +53,7 @@ pub mod internals {
     pub use crate::allocator::Allocator;
     pub use crate::cluster::NatsRegistry;
     pub use crate::registry::{NewRegistration, RegistrationLimits, Registry};
-    pub use crate::runtime::retire::on_thread_park;
     pub use crate::runtime::{Runtime, RuntimeConfig};
     pub use crate::tenancy::TenantId;
+    pub use crate::threads::server_runtime;
 }

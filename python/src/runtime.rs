@@ -31,10 +31,9 @@ pub(crate) fn runtime() -> PyResult<&'static Runtime> {
     // A runtime inherited through fork is never dropped: its worker threads do not exist here,
     // and shutting it down would wait for them. It stays leaked, as does the new one (it lives
     // as long as the process).
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("wasmrpc-runtime")
-        .build()
+    // Tuned as `wasmrpc serve`'s HTTP workers are (`wasmrpc_host::server_runtime`): a
+    // `NativeServer` in this process answers on it.
+    let runtime = wasmrpc_host::server_runtime("wasmrpc-runtime")
         .map_err(|e| PyRuntimeError::new_err(format!("starting the wasmrpc runtime: {e}")))?;
     let runtime: &'static Runtime = Box::leak(Box::new(runtime));
     *slot = Some((pid, runtime));

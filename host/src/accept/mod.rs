@@ -45,18 +45,26 @@ pub struct ServeOptions {
     /// to (the one with the fewest open); 0 serves every connection on the runtime that accepts
     /// it, as HTTP/2 and TLS connections always are. Why: `accept/threads.rs`.
     pub connection_threads: usize,
-    /// What each connection thread runs as it starts and each time it wakes.
+    /// What each connection thread runs as it starts, wakes and sleeps, and what any thread
+    /// serving a connection runs after writing to it (the server's thread choreography,
+    /// `threads/`; none by default).
     pub thread_hooks: ThreadHooks,
 }
 
-/// Functions a connection thread runs as it starts and each time it wakes (`wasmrpc serve`'s
-/// priority and CPU reserve for the threads that answer).
+/// Functions the accept loop is handed to run on the threads that serve connections, so that it
+/// needs to know nothing of what they do (`threads/` makes them: priority, CPU reserve, a
+/// finished call's store reset after its answer).
 #[derive(Clone, Default)]
 pub struct ThreadHooks {
-    /// Run once, on the new thread, before it serves anything.
+    /// Run once on a new connection thread, before it serves anything.
     pub on_start: Option<Arc<dyn Fn() + Send + Sync>>,
-    /// Run each time the thread wakes from waiting for work.
+    /// Run each time a connection thread wakes from waiting for work.
     pub on_unpark: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// Run each time a connection thread is about to wait for work.
+    pub on_park: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// Run after bytes were written to a connection, on the thread that wrote them (any thread
+    /// serving connections): a plain function, as it runs once a write.
+    pub after_write: Option<fn()>,
 }
 
 impl std::fmt::Debug for ThreadHooks {
@@ -64,6 +72,8 @@ impl std::fmt::Debug for ThreadHooks {
         f.debug_struct("ThreadHooks")
             .field("on_start", &self.on_start.is_some())
             .field("on_unpark", &self.on_unpark.is_some())
+            .field("on_park", &self.on_park.is_some())
+            .field("after_write", &self.after_write.is_some())
             .finish()
     }
 }
@@ -236,15 +246,16 @@ pub async fn serve_connections(
         let watcher = graceful.watcher();
         let (builder, tls, app) = (builder.clone(), tls.clone(), app.clone());
         let handshake_timeout = options.header_read_timeout;
+        let after_write = options.thread_hooks.after_write;
         let serve = move |stream: TcpStream| async move {
             let _slot = slot;
             match tls {
-                None => serve_connection(&builder, stream, app, watcher, peer).await,
+                None => serve_connection(&builder, stream, app, watcher, peer, after_write).await,
                 Some(acceptor) => {
                     if let Some(stream) =
                         handshake(&acceptor, stream, handshake_timeout, peer).await
                     {
-                        serve_connection(&builder, stream, app, watcher, peer).await;
+                        serve_connection(&builder, stream, app, watcher, peer, after_write).await;
                     }
                 }
             }
@@ -330,12 +341,16 @@ async fn serve_connection<I>(
     app: Router,
     watcher: Watcher,
     peer: SocketAddr,
+    after_write: Option<fn()>,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = TowerToHyperService::new(app);
     let connection = builder
-        .serve_connection_with_upgrades(TokioIo::new(TidyAfterWrites(io)), service)
+        .serve_connection_with_upgrades(
+            TokioIo::new(TidyAfterWrites::new(io, after_write)),
+            service,
+        )
         .into_owned();
     if let Err(e) = watcher.watch(connection).await {
         tracing::debug!(%peer, error = %e, "connection closed with an error");

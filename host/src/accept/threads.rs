@@ -60,12 +60,11 @@ impl ConnectionThreads {
                     if let Some(on_start) = &hooks.on_start {
                         on_start();
                     }
-                    // A finished call's store is reset, and the next instance made, once the
-                    // answer is written (`runtime/retire.rs`, `runtime/ahead.rs`).
-                    crate::runtime::retire::tidy_after_each_write();
                     let mut builder = tokio::runtime::Builder::new_current_thread();
                     builder.enable_all();
-                    builder.on_thread_park(crate::runtime::retire::on_thread_park);
+                    if let Some(on_park) = hooks.on_park {
+                        builder.on_thread_park(move || on_park());
+                    }
                     if let Some(on_unpark) = hooks.on_unpark {
                         builder.on_thread_unpark(move || on_unpark());
                     }

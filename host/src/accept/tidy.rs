@@ -1,7 +1,8 @@
-//! A connection's stream that lets its thread tidy after each write: on a connection thread,
-//! the store of the call just answered is reset and the next instance made right after the
-//! answer's `writev`, before the next request is read (`runtime/retire.rs`, `after_write`).
-//! Elsewhere the check is one thread-local read a write.
+//! A connection's stream that runs a hook after each write that went through
+//! (`ThreadHooks::after_write`): the server's choreography (`threads/`) hands one in that, on a
+//! connection thread, resets the store of the call just answered and makes the next instance
+//! right after the answer's `writev`, before the next request is read (`runtime/retire.rs`).
+//! Elsewhere it costs one thread-local read a write.
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;
@@ -9,17 +10,27 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// `I`, tidying after each write that went through.
-pub(super) struct TidyAfterWrites<I>(pub I);
+/// `I`, running a hook after each write that went through.
+pub(super) struct TidyAfterWrites<I> {
+    io: I,
+    after_write: Option<fn()>,
+}
 
-/// `written`, after tidying if bytes went out.
-fn tidied(written: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
-    if let Poll::Ready(Ok(n)) = written
-        && n > 0
-    {
-        crate::runtime::retire::after_write();
+impl<I> TidyAfterWrites<I> {
+    /// `io`, running `after_write` (if any) after each write that went through.
+    pub(super) fn new(io: I, after_write: Option<fn()>) -> Self {
+        TidyAfterWrites { io, after_write }
     }
-    written
+
+    /// `written`, after the hook if bytes went out.
+    fn tidied(&self, written: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
+        if let (Poll::Ready(Ok(n)), Some(after_write)) = (&written, self.after_write)
+            && *n > 0
+        {
+            after_write();
+        }
+        written
+    }
 }
 
 impl<I: AsyncRead + Unpin> AsyncRead for TidyAfterWrites<I> {
@@ -28,7 +39,7 @@ impl<I: AsyncRead + Unpin> AsyncRead for TidyAfterWrites<I> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_read(cx, buf)
+        Pin::new(&mut self.io).poll_read(cx, buf)
     }
 }
 
@@ -38,7 +49,8 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for TidyAfterWrites<I> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        tidied(Pin::new(&mut self.0).poll_write(cx, buf))
+        let written = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.tidied(written)
     }
 
     fn poll_write_vectored(
@@ -46,18 +58,19 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for TidyAfterWrites<I> {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        tidied(Pin::new(&mut self.0).poll_write_vectored(cx, bufs))
+        let written = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.tidied(written)
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.0.is_write_vectored()
+        self.io.is_write_vectored()
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_flush(cx)
+        Pin::new(&mut self.io).poll_flush(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_shutdown(cx)
+        Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }

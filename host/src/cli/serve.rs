@@ -34,33 +34,10 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
         config.runtime.compiler =
             Compiler::this_binary().context("finding the wasmrpc binary to compile with")?;
     }
-    // The connection threads (`--connection-threads`, accept/threads.rs) answer with the same
-    // priority and CPU reserve as the HTTP workers.
-    config.serve.thread_hooks = crate::accept::ThreadHooks {
-        on_start: Some(std::sync::Arc::new(|| {
-            crate::thread_priority::prefer_on_wakeup();
-            crate::execute::Reserve::mark_answering_thread();
-        })),
-        on_unpark: Some(std::sync::Arc::new(
-            crate::execute::Reserve::follow_on_this_thread,
-        )),
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("wasmrpc-worker")
-        // The HTTP workers answer as soon as a request arrives, ahead of guests' threads, and
-        // keep to the CPU reserved for answering while busy tenants' guests are kept off it
-        // (`execute/reserve.rs`): they check whenever they wake.
-        .on_thread_start(|| {
-            crate::thread_priority::prefer_on_wakeup();
-            crate::execute::Reserve::mark_answering_thread();
-        })
-        .on_thread_unpark(crate::execute::Reserve::follow_on_this_thread)
-        // A finished call's store is reset once the worker has nothing left to do, after the
-        // answer is out (`runtime/retire.rs`).
-        .on_thread_park(crate::runtime::retire::on_thread_park)
-        .build()
-        .context("starting the async runtime")?;
+    // The HTTP workers, tuned as every server's are (`threads/`); the connection threads got
+    // their hooks when the settings were resolved.
+    let runtime =
+        crate::threads::server_runtime("wasmrpc-worker").context("starting the async runtime")?;
     // The server runs as a task, so that the accept loop too runs on an HTTP worker (which
     // keeps to the CPU reserved for answering while tenants contend), not on this thread.
     let server = runtime.spawn(async move {

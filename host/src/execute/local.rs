@@ -7,11 +7,11 @@ use std::time::Instant;
 
 use wasmrpc_proto::Tensor;
 
-use super::lanes::{LaneFailure, Lanes};
 use super::{Call, Executed, Executor, ModuleCache};
 use crate::admission::LocalSlots;
 use crate::error::ServiceError;
 use crate::runtime::Runtime;
+use crate::threads::lanes::{LaneFailure, Lanes};
 
 /// The executor that runs every call here.
 #[derive(Debug)]

@@ -5,12 +5,8 @@
 //! this process's call slots; the cluster's executor (`cluster::calls`) runs it here or sends it
 //! to another worker, which hands it to its own local executor with the limits it carries.
 
-mod lanes;
 mod local;
 pub mod modules;
-mod reserve;
-
-pub(crate) use reserve::Reserve;
 
 pub use local::LocalExecutor;
 pub use modules::ModuleCache;

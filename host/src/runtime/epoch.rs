@@ -99,7 +99,7 @@ impl EpochTicker {
             .name("wasmrpc-epoch".into())
             .spawn(move || {
                 // Every deadline and every guest's turn hangs on this thread's ticks.
-                crate::thread_priority::prefer_on_wakeup();
+                crate::threads::priority::prefer_on_wakeup();
                 while !flag.load(Ordering::Relaxed) {
                     std::thread::sleep(EPOCH_TICK);
                     engine.increment_epoch();

@@ -281,12 +281,12 @@ fn start_lane(
         .thread_name(format!("wasmrpc-lane{lane}"))
         .on_thread_start(move || {
             if lane == 0 {
-                crate::thread_priority::prefer_on_wakeup();
+                crate::threads::priority::prefer_on_wakeup();
                 reserve.adopt_for_this_thread(Side::Answering);
             } else {
                 reserve.adopt_for_this_thread(Side::Guests);
             }
-            crate::thread_priority::lower_by(nice);
+            crate::threads::priority::lower_by(nice);
         })
         .enable_all()
         .build()
