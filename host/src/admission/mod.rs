@@ -218,3 +218,93 @@ impl Admission {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quota(max_deadline_ms: u64, calls_per_second: u64) -> Quota {
+        Quota {
+            max_component_bytes: 1 << 20,
+            max_methods: 10,
+            max_stored_bytes: 1 << 30,
+            memory_per_call_mib: 8,
+            max_deadline_ms,
+            max_concurrent_calls: 3,
+            calls_per_second,
+        }
+    }
+
+    fn admission() -> Admission {
+        Admission::new(
+            4,
+            16,
+            5,
+            DeadlineRule {
+                default: Duration::from_secs(10),
+                max: Duration::from_secs(300),
+            },
+        )
+    }
+
+    #[tokio::test]
+    async fn the_deadline_is_the_one_asked_for_within_the_server_and_the_quota() {
+        let admission = admission();
+        let t = TenantId::new("t");
+        let limits = |timeout_ms, max_ms| {
+            let admission = &admission;
+            let t = &t;
+            async move {
+                admission
+                    .admit(t, &quota(max_ms, 0), Duration::from_millis(timeout_ms))
+                    .await
+                    .unwrap()
+                    .limits
+            }
+        };
+        assert_eq!(
+            limits(250, 60_000).await.deadline,
+            Duration::from_millis(250)
+        );
+        // None asked for: the server's default; over the quota's longest: the quota's.
+        assert_eq!(limits(0, 60_000).await.deadline, Duration::from_secs(10));
+        assert_eq!(
+            limits(90_000, 60_000).await.deadline,
+            Duration::from_secs(60)
+        );
+        assert_eq!(limits(0, 2_000).await.deadline, Duration::from_secs(2));
+        // Over the server's longest, whatever the quota says.
+        assert_eq!(
+            limits(900_000, 1_000_000).await.deadline,
+            Duration::from_secs(300)
+        );
+        let made = limits(1, 60_000).await;
+        assert_eq!(made.memory, 8 << 20);
+        assert_eq!(
+            (made.share.max_running, made.share.max_queued),
+            (3, 5),
+            "the quota's running calls, the server's queue a tenant"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_call_past_its_rate_is_refused_at_once_saying_when_to_come_back() {
+        let admission = admission();
+        let t = TenantId::new("t");
+        let q = quota(60_000, 2);
+        // The bucket holds a second's worth.
+        for _ in 0..2 {
+            admission.admit(&t, &q, Duration::ZERO).await.unwrap();
+        }
+        match admission.admit(&t, &q, Duration::ZERO).await {
+            Err(AdmissionError::RateLimited {
+                per_second: 2,
+                retry_after,
+            }) => assert!(retry_after <= Duration::from_secs(1), "{retry_after:?}"),
+            other => panic!("{other:?}"),
+        }
+        // Another tenant's bucket is its own.
+        let other = TenantId::new("u");
+        admission.admit(&other, &q, Duration::ZERO).await.unwrap();
+    }
+}

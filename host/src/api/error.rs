@@ -182,6 +182,10 @@ impl IntoResponse for ApiError {
                     // Not a server error by its status, but the operator has to act on it.
                     tracing::warn!(error = %e, "the server ran out of {what}");
                 }
+                if let Some(source) = e.logged_source() {
+                    // The client reads the reason; what caused it is the operator's.
+                    tracing::warn!(reason = %e, source, "unavailable");
+                }
                 match e.public_message() {
                     Some(message) => Status::new(code, message),
                     None => Status::new(code, withheld(&e, &mut request_id)),
@@ -260,6 +264,22 @@ mod tests {
         assert_eq!(
             body["error"]["message"],
             "no method named `nope` is registered"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unavailable_shows_its_reason_and_never_its_transports_text() {
+        let e = ServiceError::unavailable_because(
+            "the call could not be sent to worker `w2`; try again",
+            "nats: connection reset by peer (os error 104) at 10.0.0.7:4222",
+        );
+        let (status, id, body) = body_of(ApiError::from(e).into_response()).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(id, None);
+        assert_eq!(body["error"]["code"], "UNAVAILABLE");
+        assert_eq!(
+            body["error"]["message"],
+            "the call could not be sent to worker `w2`; try again"
         );
     }
 

@@ -127,14 +127,3 @@ impl Default for RuntimeConfig {
         }
     }
 }
-
-impl RuntimeConfig {
-    /// The deadline a call gets: `requested` (0 = the default), capped by [`Self::max_deadline`].
-    pub fn deadline_for(&self, requested: Duration) -> Duration {
-        if requested.is_zero() {
-            self.default_deadline.min(self.max_deadline)
-        } else {
-            requested.min(self.max_deadline)
-        }
-    }
-}

@@ -121,6 +121,9 @@ impl Calls {
                 }
             }
             Err(e) => {
+                if let Some(source) = e.logged_source() {
+                    tracing::warn!(reason = %e, source, "a call from another worker failed");
+                }
                 let message = e.public_message().unwrap_or_else(|| {
                     tracing::error!(error = %e, "a call from another worker failed");
                     format!("internal error (logged by worker `{}`)", self.me)
