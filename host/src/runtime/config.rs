@@ -13,7 +13,7 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(2);
 
 /// How long a call runs before an epoch tick makes it yield. A tick lands anywhere in a call,
 /// and a call that yields in its first turn on an HTTP thread is handed to its lane
-/// (`execute/lanes.rs`): two thread wake-ups, which took a scalar call from about 70 µs to
+/// (`threads/lanes.rs`): two thread wake-ups, which took a scalar call from about 70 µs to
 /// about 290 µs. Without this, one call in a few hundred was a quick call a tick happened to
 /// land in (docs/benchmarks.md, "A tick in a quick call"). A guest still yields within this
 /// plus one tick.

@@ -29,7 +29,7 @@
 //!
 //! Lowering a thread's priority needs no privilege but raising it does, so a lane's threads keep
 //! their priority for life; a lane's runtime starts on its first call. The top lane's threads
-//! also ask for short time slices, as the HTTP workers do (`thread_priority.rs`), so the kernel
+//! also ask for short time slices, as the HTTP workers do (`threads/priority.rs`), so the kernel
 //! lets them in as soon as they wake.
 
 use std::collections::HashMap;

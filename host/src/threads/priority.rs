@@ -1,6 +1,6 @@
 //! How this process's threads ask the kernel for CPU: the few that must answer quickly (the HTTP
 //! workers, the epoch ticker, a tenant's first running call) ask for short time slices, and the
-//! threads of busy tenants' guests run at a lower priority (`execute/lanes.rs`).
+//! threads of busy tenants' guests run at a lower priority (`threads/lanes.rs`).
 //!
 //! Linux's EEVDF scheduler does not let a waking thread preempt a running one merely because it
 //! has the higher priority: a guest thread at `nice` 12 was seen to run 7 ms on end while the
