@@ -64,33 +64,41 @@ fn a_handmade_component_with_nothing_malformed_registers_and_answers() {
     );
 }
 
+/// Upload a component with `flaw` as `m`: refused fast as INVALID_ARGUMENT saying its
+/// signatures are malformed, and nothing registered. Returns the message.
+fn refused_fast(http: &crate::support::Http, flaw: SignaturesFlaw) -> String {
+    let bytes = component("m", Some(flaw), CallReturns::Outputs);
+    let started = Instant::now();
+    let r = http.put("/v1/methods/m", &bytes);
+    let took = started.elapsed();
+    let body = String::from_utf8_lossy(&r.body);
+    assert_eq!(r.status, 400, "{flaw:?}: {body}");
+    assert_eq!(r.code(), "INVALID_ARGUMENT", "{flaw:?}: {body}");
+    let message = r.message();
+    assert!(
+        message.contains("the component's signatures() returned a malformed value"),
+        "{flaw:?}: {message}"
+    );
+    assert!(!message.contains("request id"), "{flaw:?}: {message}");
+    assert!(took < FAST, "{flaw:?} took {took:?}");
+    // Nothing registered: no method, no version.
+    assert_eq!(http.get("/v1/methods").json()["methods"], json!([]));
+    assert_eq!(http.get("/v1/methods/m").status, 404, "{flaw:?}");
+    message
+}
+
 #[test]
 fn signatures_returning_a_malformed_value_are_refused_fast_naming_what_is_wrong() {
     let server = TestServer::start(&[]);
     let http = server.http();
     for &(flaw, problem, place) in FLAWS {
-        let bytes = component("m", Some(flaw), CallReturns::Outputs);
-        let started = Instant::now();
-        let r = http.put("/v1/methods/m", &bytes);
-        let took = started.elapsed();
-        let body = String::from_utf8_lossy(&r.body);
-        assert_eq!(r.status, 400, "{flaw:?}: {body}");
-        assert_eq!(r.code(), "INVALID_ARGUMENT", "{flaw:?}: {body}");
-        let message = r.message();
-        for expect in [
-            "the component's signatures() returned a malformed value",
-            problem,
-            &format!("(at `{place}`)"),
-        ] {
+        let message = refused_fast(&http, flaw);
+        for expect in [problem, &format!("(at `{place}`)")] {
             assert!(
                 message.contains(expect),
                 "{flaw:?}: `{expect}` in: {message}"
             );
         }
-        assert!(took < FAST, "{flaw:?} took {took:?}");
-        // Nothing registered: no method, no version.
-        assert_eq!(http.get("/v1/methods").json()["methods"], json!([]));
-        assert_eq!(http.get("/v1/methods/m").status, 404, "{flaw:?}");
     }
 }
 
@@ -107,22 +115,8 @@ fn signatures_whose_return_area_is_out_of_bounds_or_misaligned_are_refused_fast(
         ),
         (SignaturesFlaw::ReturnAreaMisaligned, "not aligned"),
     ] {
-        let bytes = component("m", Some(flaw), CallReturns::Outputs);
-        let started = Instant::now();
-        let r = http.put("/v1/methods/m", &bytes);
-        let took = started.elapsed();
-        let body = String::from_utf8_lossy(&r.body);
-        assert_eq!(r.status, 400, "{flaw:?}: {body}");
-        assert_eq!(r.code(), "INVALID_ARGUMENT", "{flaw:?}: {body}");
-        let message = r.message();
-        assert!(
-            message.contains("the component's signatures() returned a malformed value"),
-            "{flaw:?}: {message}"
-        );
+        let message = refused_fast(&http, flaw);
         assert!(message.contains(problem), "{flaw:?}: {message}");
-        assert!(!message.contains("request id"), "{flaw:?}: {message}");
-        assert!(took < FAST, "{flaw:?} took {took:?}");
-        assert_eq!(http.get("/v1/methods").json()["methods"], json!([]));
     }
 }
 
