@@ -11,7 +11,7 @@ use crate::support::nats::{Nats, NatsCluster};
 use crate::support::{TestServer, outputs, register, tensor};
 
 /// A worker named `name` in the cluster of `nats`.
-fn worker(nats: &Nats, name: &str, extra: &[&str]) -> TestServer {
+pub(crate) fn worker(nats: &Nats, name: &str, extra: &[&str]) -> TestServer {
     let url = nats.url();
     let mut args = vec!["--cluster", url.as_str(), "--name", name];
     args.extend_from_slice(extra);
@@ -20,7 +20,11 @@ fn worker(nats: &Nats, name: &str, extra: &[&str]) -> TestServer {
 
 /// Poll `check` every 20 ms until it holds; panics with `what` after `within`. Returns how long
 /// it took. (Nothing signals these conditions over HTTP; the polls are the observation.)
-fn eventually(within: Duration, what: &str, mut check: impl FnMut() -> bool) -> Duration {
+pub(crate) fn eventually(
+    within: Duration,
+    what: &str,
+    mut check: impl FnMut() -> bool,
+) -> Duration {
     let started = Instant::now();
     loop {
         if check() {
@@ -31,7 +35,7 @@ fn eventually(within: Duration, what: &str, mut check: impl FnMut() -> bool) -> 
     }
 }
 
-fn names(server: &TestServer) -> Vec<String> {
+pub(crate) fn names(server: &TestServer) -> Vec<String> {
     let r = server.http().get("/v1/cluster/workers");
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     r.json()["workers"]
@@ -42,14 +46,14 @@ fn names(server: &TestServer) -> Vec<String> {
         .collect()
 }
 
-fn add_args(a: i32, b: i32) -> Value {
+pub(crate) fn add_args(a: i32, b: i32) -> Value {
     json!([
         tensor("int32", &[1], json!([a])),
         tensor("int32", &[1], json!([b]))
     ])
 }
 
-fn call_on(
+pub(crate) fn call_on(
     server: &TestServer,
     method: &str,
     worker: &str,
@@ -265,7 +269,7 @@ fn workers_reconnect_after_nats_restarts_and_keep_every_registration() {
 }
 
 /// How many calls of `method` finished with `code` on `server` (from its `/metrics`).
-fn calls_counted(server: &TestServer, method: &str, code: &str) -> u64 {
+pub(crate) fn calls_counted(server: &TestServer, method: &str, code: &str) -> u64 {
     let text = String::from_utf8(server.http().get("/metrics").body).unwrap();
     let prefix =
         format!("wasmrpc_calls_total{{tenant=\"default\",method=\"{method}\",code=\"{code}\"}} ");
@@ -275,7 +279,7 @@ fn calls_counted(server: &TestServer, method: &str, code: &str) -> u64 {
 }
 
 /// Three workers on one NATS with `add` (int32) registered; the second and third have seen it.
-fn three_with_add(nats: &Nats) -> Vec<TestServer> {
+pub(crate) fn three_with_add(nats: &Nats) -> Vec<TestServer> {
     let ws: Vec<TestServer> = ["w1", "w2", "w3"]
         .iter()
         .map(|n| worker(nats, n, &[]))

@@ -7,6 +7,7 @@ mod cli;
 mod client_encodings;
 mod client_sdk;
 mod cluster;
+mod cluster_chaos;
 mod cluster_client;
 mod compiles;
 mod embedded;

@@ -4,7 +4,8 @@
 //! Joining is a compare-and-set create of the worker's name, so a name is held by one live worker at
 //! a time. The bucket's max age drops an entry nobody refreshes, which frees the name; the live view
 //! of the members ([`Members`]) comes from a watch of the bucket and counts a member as present
-//! while its last heartbeat is younger than the TTL.
+//! while its last heartbeat is younger than the TTL. A worker always counts itself while it holds
+//! its name, NATS reachable or not: it can run calls whatever the bucket says.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -46,16 +47,21 @@ fn key_of(name: &str) -> String {
     subject_token(name)
 }
 
-/// The live view of the cluster's members, fed by a watch of the bucket.
+/// The live view of the cluster's members, fed by a watch of the bucket, and this worker itself.
 #[derive(Debug, Default)]
 pub struct Members {
     seen: RwLock<HashMap<String, (WorkerInfo, Instant)>>,
+    /// This worker while it holds its name (as its heartbeat writes it), and since when. It is
+    /// live whatever the watch last saw: cut off from NATS longer than the TTL, its own entry
+    /// ages out of `seen`, but it still runs calls (`?worker=any` here, not "no live worker").
+    me: RwLock<Option<(WorkerInfo, Instant)>>,
 }
 
 impl Members {
     /// Every worker whose last heartbeat is younger than [`MEMBER_TTL`] (draining ones included),
-    /// sorted by rank, then name.
+    /// and this worker while it holds its name, sorted by rank, then name.
     pub fn live(&self) -> Vec<WorkerInfo> {
+        let me = self.me();
         let seen = self
             .seen
             .read()
@@ -63,8 +69,17 @@ impl Members {
         let mut out: Vec<WorkerInfo> = seen
             .values()
             .filter(|(_, at)| at.elapsed() < MEMBER_TTL)
+            .filter(|(info, at)| {
+                me.as_ref()
+                    .is_none_or(|me| info.name != me.0.name || taken_from(me, info, *at))
+            })
             .map(|(info, _)| info.clone())
             .collect();
+        if let Some((me, _)) = me
+            && !out.iter().any(|w| w.name == me.name)
+        {
+            out.push(me);
+        }
         out.sort_by(|a, b| (a.rank, &a.name).cmp(&(b.rank, &b.name)));
         out
     }
@@ -76,15 +91,43 @@ impl Members {
         live
     }
 
-    /// The live worker named `name` (maybe draining).
+    /// The live worker named `name` (maybe draining). Its `instance` tells one process of the
+    /// name from the next: a worker killed and replaced under its name within the TTL is gone
+    /// although the name is live.
     pub fn get(&self, name: &str) -> Option<WorkerInfo> {
+        let me = self.me().filter(|(me, _)| me.name == name);
         let seen = self
             .seen
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        seen.get(name)
-            .filter(|(_, at)| at.elapsed() < MEMBER_TTL)
-            .map(|(info, _)| info.clone())
+        let seen = seen.get(name).filter(|(_, at)| at.elapsed() < MEMBER_TTL);
+        match (me, seen) {
+            (Some(me), Some((info, at))) if taken_from(&me, info, *at) => Some(info.clone()),
+            (Some((me, _)), _) => Some(me),
+            (None, seen) => seen.map(|(info, _)| info.clone()),
+        }
+    }
+
+    /// This worker, while it holds its name.
+    fn me(&self) -> Option<(WorkerInfo, Instant)> {
+        self.me
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Count this worker as `info` (joined at `since`), or no more (`None`: it left, or another
+    /// worker took its name).
+    fn hold(&self, info: Option<WorkerInfo>, since: Instant) {
+        let mut me = self
+            .me
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *me = info.map(|info| {
+            // A change of the value (draining) keeps the time the name was taken.
+            let since = me.as_ref().map_or(since, |(_, at)| *at);
+            (info, since)
+        });
     }
 
     fn saw(&self, info: WorkerInfo, at: Instant) {
@@ -102,6 +145,13 @@ impl Members {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         seen.retain(|name, _| key_of(name) != key);
     }
+}
+
+/// Whether `info`, seen at `at` under this worker's name, is another process's taking of the name
+/// after this one held it (this one lost it), rather than an earlier holder's last heartbeat or
+/// this worker's own entry.
+fn taken_from(me: &(WorkerInfo, Instant), info: &WorkerInfo, at: Instant) -> bool {
+    info.instance != me.0.instance && at > me.1
 }
 
 /// The bucket of worker infos (created on first use; every worker asks with the same settings).
@@ -186,16 +236,23 @@ pub struct Membership {
     /// Set when another worker took this worker's name (after this one was cut off from NATS
     /// longer than the TTL): from then on this worker must not answer for the name.
     lost: Arc<std::sync::atomic::AtomicBool>,
+    /// The live view, which counts this worker while it holds its name.
+    members: Arc<Members>,
     heartbeat: tokio::task::JoinHandle<()>,
 }
 
 impl Membership {
     /// Take `info.name` in the bucket. A name held by a live worker stays taken; one whose holder
     /// died frees within [`MEMBER_TTL`], so joining waits that long for it before giving up.
+    /// From then on `members` counts this worker as live until it leaves or loses its name.
     ///
     /// # Errors
     /// [`ClusterError::NameTaken`] when a live worker holds the name; NATS failures.
-    pub async fn join(kv: kv::Store, info: WorkerInfo) -> Result<Membership, ClusterError> {
+    pub async fn join(
+        kv: kv::Store,
+        info: WorkerInfo,
+        members: Arc<Members>,
+    ) -> Result<Membership, ClusterError> {
         let key = key_of(&info.name);
         let value = Bytes::from(serde_json::to_vec(&info).expect("a worker info serialises"));
         let give_up = Instant::now() + MEMBER_TTL + HEARTBEAT * 2;
@@ -220,17 +277,18 @@ impl Membership {
                 Err(e) => return Err(ClusterError::nats("joining the workers bucket", e)),
             }
         };
+        members.hold(Some(info.clone()), Instant::now());
         let value = Arc::new(RwLock::new(value));
         let beat_now = Arc::new(tokio::sync::Notify::new());
         let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let heartbeat = tokio::spawn(beat(
             kv.clone(),
-            key,
+            info.clone(),
             value.clone(),
             beat_now.clone(),
             revision,
-            info.instance.clone(),
             lost.clone(),
+            members.clone(),
         ));
         Ok(Membership {
             kv,
@@ -238,6 +296,7 @@ impl Membership {
             value,
             beat_now,
             lost,
+            members,
             heartbeat,
         })
     }
@@ -259,6 +318,7 @@ impl Membership {
             draining: true,
             ..self.info.clone()
         };
+        self.members.hold(Some(info.clone()), Instant::now());
         *self
             .value
             .write()
@@ -270,6 +330,7 @@ impl Membership {
     /// Stop the heartbeat and remove the entry: the name is free at once.
     pub async fn leave(&self) {
         self.heartbeat.abort();
+        self.members.hold(None, Instant::now());
         if let Err(e) = self.kv.delete(key_of(&self.info.name)).await {
             tracing::warn!(error = %e, "could not remove this worker's entry; it expires by itself");
         }
@@ -279,13 +340,14 @@ impl Membership {
 /// Refresh the entry every [`HEARTBEAT`] (and when woken), re-taking it after NATS lost it.
 async fn beat(
     kv: kv::Store,
-    key: String,
+    me: WorkerInfo,
     value: Arc<RwLock<Bytes>>,
     now: Arc<tokio::sync::Notify>,
     mut revision: u64,
-    instance: String,
     lost: Arc<std::sync::atomic::AtomicBool>,
+    members: Arc<Members>,
 ) {
+    let key = key_of(&me.name);
     loop {
         tokio::select! {
             () = tokio::time::sleep(HEARTBEAT) => {}
@@ -305,7 +367,7 @@ async fn beat(
                     revision = r;
                 } else if let Ok(Some(entry)) = kv.entry(&key).await {
                     match serde_json::from_slice::<WorkerInfo>(&entry.value) {
-                        Ok(i) if i.instance == instance => revision = entry.revision,
+                        Ok(i) if i.instance == me.instance => revision = entry.revision,
                         Ok(_) => {
                             tracing::error!(
                                 key,
@@ -313,6 +375,7 @@ async fn beat(
                                  from NATS: it no longer answers calls for it; restart it"
                             );
                             lost.store(true, std::sync::atomic::Ordering::Release);
+                            members.hold(None, Instant::now());
                             return;
                         }
                         Err(_) => {}

@@ -282,7 +282,7 @@ impl Cluster {
             instance: hex::encode(rand_id()),
             draining: false,
         };
-        let membership = Membership::join(workers, info).await?;
+        let membership = Membership::join(workers, info, members.clone()).await?;
         // Once the name is this worker's: holdings an earlier process of the name left go.
         let slots = slots::NatsSlots::open(
             &js,

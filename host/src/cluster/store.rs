@@ -8,6 +8,11 @@
 //! soon as NATS delivers it. A version number is taken with a compare-and-set create of its key, so
 //! two workers registering the same name at once get different versions.
 //!
+//! A write is sent only while the connection to NATS is up: the NATS client keeps what is
+//! published while it is cut off and sends it when it reconnects, so a write refused with "try
+//! again" would otherwise be applied later, behind the client's back. One sent whose
+//! acknowledgement does not come in time may or may not be applied, and the error says so.
+//!
 //! A blob stays while any registration (of any tenant) uses it; each worker sweeps the unused
 //! ones every few minutes, once they have been unused and unwritten for [`BLOB_GRACE`]
 //! ([`NatsRegistry::sweep_blobs`]).
@@ -80,13 +85,42 @@ fn parse_key(key: &str) -> Option<(TenantId, String, u32)> {
 }
 
 /// A NATS failure: the shared store could not be reached (what was being done is logged; the
-/// client is told to try again).
+/// client is told to try again): reads, and writes no client sees (a blob no registration
+/// refers to yet, a sweep's removal of one).
 fn nats_err(what: &str, e: impl std::fmt::Display) -> RegistryError {
     tracing::warn!(error = %e, "{what}");
-    RegistryError::Unreachable(what.to_owned())
+    RegistryError::Unreachable(format!(
+        "the cluster's store cannot be reached ({what}); try again"
+    ))
+}
+
+/// A write that was sent and not confirmed (NATS did not answer in time, or the connection
+/// dropped): it may yet be applied, when NATS gets it, so the client must look before trying
+/// again. `what` is the write, as the client would name it ("the registration of `add`").
+fn unconfirmed(what: &str, e: impl std::fmt::Display) -> RegistryError {
+    tracing::warn!(error = %e, "{what} was not confirmed");
+    RegistryError::Unreachable(format!(
+        "the cluster's store did not confirm {what} in time: it may or may not have been \
+         applied; look before trying again"
+    ))
+}
+
+/// A write refused before it was sent, the connection to NATS being down; `outcome` says what the
+/// request had changed before ("nothing was changed; try again").
+fn cut_off(outcome: &str) -> RegistryError {
+    RegistryError::Unreachable(format!(
+        "the cluster's store cannot be reached (NATS is not connected): {outcome}"
+    ))
 }
 
 impl NatsRegistry {
+    /// Whether a write may be sent: only while the connection to NATS is up. One published while
+    /// it is down waits in the client and is sent when it reconnects (async-nats queues every
+    /// command until then), long after the client here was told nothing was changed.
+    fn connected(&self) -> bool {
+        self.js.client().connection_state() == async_nats::connection::State::Connected
+    }
+
     /// The revision of `k` if it holds exactly `record`: this worker's own write, which NATS
     /// stored but whose acknowledgement was lost (NATS restarting as it landed), so the client
     /// sent it again and was told the key exists. That write is this registration, not another
@@ -409,9 +443,19 @@ impl Registry for NatsRegistry {
         component: Arc<Vec<u8>>,
     ) -> Result<Arc<Registration>, RegistryError> {
         let digest = Digest::of(&component);
+        if !self.connected() {
+            return Err(cut_off("nothing was changed; try again"));
+        }
         // Unused blobs are swept only past BLOB_GRACE, and this writes one again when it is older
-        // than half of that: it stays for the registration below (checked again after it).
-        self.put_blob(&digest, &component).await?;
+        // than half of that: it stays for the registration below (checked again after it). A
+        // blob that lands late, without its registration, is swept like any unused one.
+        self.put_blob(&digest, &component).await.map_err(|_| {
+            RegistryError::Unreachable(
+                "the cluster's store cannot be reached (storing the component): nothing was \
+                 registered; try again"
+                    .to_owned(),
+            )
+        })?;
         let _guard = self.write_lock.lock().await;
         if let Some(why) = self.index().over_quota(
             &new.tenant,
@@ -440,6 +484,9 @@ impl Registry for NatsRegistry {
             };
             let k = key(new.tenant.as_str(), &new.name, version);
             let record = Bytes::from(record::encode(&registration));
+            if !self.connected() {
+                return Err(cut_off("nothing was changed; try again"));
+            }
             let created = match self.kv.create(&k, record.clone()).await {
                 Ok(revision) => Ok(revision),
                 Err(e) if e.kind() == CreateErrorKind::AlreadyExists => {
@@ -457,16 +504,34 @@ impl Registry for NatsRegistry {
                         .await
                     {
                         // Another worker's registration came first: this one is withdrawn.
+                        let what = format!(
+                            "the withdrawal of `{}` version {version} (over the tenant's quota)",
+                            new.name
+                        );
+                        if !self.connected() {
+                            return Err(cut_off(&format!(
+                                "`{}` version {version} was registered over the tenant's quota \
+                                 and is not withdrawn; look before trying again",
+                                new.name
+                            )));
+                        }
                         self.kv
                             .delete(&k)
                             .await
-                            .map_err(|e| nats_err("withdrawing a registration over quota", e))?;
+                            .map_err(|e| unconfirmed(&what, e))?;
                         return Err(RegistryError::Quota(why));
                     }
                     // A sweep that began before this commit may still have taken the blob.
                     if !matches!(self.blobs.info(digest.to_hex()).await, Ok(info) if !info.deleted)
                     {
-                        self.put_blob(&digest, &component).await?;
+                        self.put_blob(&digest, &component).await.map_err(|_| {
+                            RegistryError::Unreachable(format!(
+                                "`{}` version {version} was registered, but the cluster's \
+                                 store could not be reached to keep its component; look \
+                                 before trying again",
+                                new.name
+                            ))
+                        })?;
                     }
                     let registration = Arc::new(registration);
                     self.index_mut().insert(registration.clone());
@@ -479,7 +544,12 @@ impl Registry for NatsRegistry {
                         RegistryError::Database(format!("`{}` has run out of versions", new.name))
                     })?;
                 }
-                Err(e) => return Err(nats_err("recording the registration", e)),
+                Err(e) => {
+                    return Err(unconfirmed(
+                        &format!("the registration of `{}` version {version}", new.name),
+                        e,
+                    ));
+                }
             }
         }
     }
@@ -496,11 +566,32 @@ impl Registry for NatsRegistry {
             .into_iter()
             .find(|versions| versions.first().is_some_and(|r| r.name == name))
             .unwrap_or_default();
-        for r in &removed {
+        for (i, r) in removed.iter().enumerate() {
+            // Versions are removed one by one: an error says which went before it.
+            let before = (i > 0).then(|| {
+                let versions: Vec<String> =
+                    removed[..i].iter().map(|r| r.version.to_string()).collect();
+                format!(
+                    "version(s) {} of `{name}` were removed",
+                    versions.join(", ")
+                )
+            });
+            if !self.connected() {
+                return Err(cut_off(&match &before {
+                    None => "nothing was changed; try again".to_owned(),
+                    Some(before) => format!("{before}, the others were not; try again"),
+                }));
+            }
             self.kv
                 .delete(key(tenant.as_str(), name, r.version))
                 .await
-                .map_err(|e| nats_err("removing a registration", e))?;
+                .map_err(|e| {
+                    let what = format!("the removal of `{name}` version {}", r.version);
+                    match &before {
+                        None => unconfirmed(&what, e),
+                        Some(before) => unconfirmed(&format!("{what} ({before})"), e),
+                    }
+                })?;
             self.index_mut().remove_version(tenant, name, r.version);
         }
         Ok(removed)

@@ -155,8 +155,9 @@ pub enum RegistryError {
     /// The registration does not fit the tenant's quota (the message names it and its value).
     #[error("{0}")]
     Quota(String),
-    /// A shared store (the cluster's) cannot be reached now; nothing was changed. Worth a retry.
-    #[error("the cluster's store cannot be reached ({0}); try again")]
+    /// A shared store (the cluster's) cannot be reached now. The message, the store's own, says
+    /// whether anything was changed: nothing (try again), or maybe (look before trying again).
+    #[error("{0}")]
     Unreachable(String),
 }
 

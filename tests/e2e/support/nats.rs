@@ -109,6 +109,41 @@ impl Nats {
         self.spawn();
     }
 
+    /// Freeze the server (SIGSTOP): its connections stay open and take what is written to them,
+    /// but nothing is answered until [`Nats::resume`], as with a NATS that hangs.
+    pub fn pause(&self) {
+        self.signal("-STOP", true);
+    }
+
+    /// Let a paused server go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT", false);
+    }
+
+    /// Send `signal`, and wait until the process is (or is no longer) stopped, as `/proc` says.
+    fn signal(&self, signal: &str, stopped: bool) {
+        let pid = self.child.as_ref().expect("nats-server is running").id();
+        let status = Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .expect("running kill");
+        assert!(status.success(), "kill {signal} nats-server");
+        let started = std::time::Instant::now();
+        // The state is the field after the command name, which ends with the last `)`.
+        let state = || {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            stat.rsplit_once(") ")
+                .and_then(|(_, rest)| rest.chars().next())
+        };
+        while (state() == Some('T')) != stopped {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "nats-server did not take kill {signal}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Stop the server (SIGKILL).
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -108,8 +108,15 @@ impl Calls {
         }
     }
 
-    /// The next live worker in turn that has not been tried.
+    /// The next live worker in turn that has not been tried. Cut off from NATS, this worker is
+    /// the only one a call can reach (a request would wait in the client for the connection).
     fn pick(&self, tried: &HashSet<String>) -> Option<String> {
+        if !self.nats_connected() && !tried.contains(&self.me) {
+            let here = self.members.get(&self.me).is_some_and(|w| !w.draining);
+            if here {
+                return Some(self.me.clone());
+            }
+        }
         let live: Vec<String> = self
             .members
             .serving()
@@ -122,6 +129,26 @@ impl Calls {
         }
         let i = self.next.fetch_add(1, Ordering::Relaxed) % live.len();
         Some(live[i].clone())
+    }
+
+    /// Whether the connection to NATS is up now.
+    fn nats_connected(&self) -> bool {
+        self.client.connection_state() == async_nats::connection::State::Connected
+    }
+
+    /// Why `worker` is no longer the process a call was sent to (`instance`, as the member list
+    /// showed it then), or `None` while it is. Its name alone is not enough: a worker killed
+    /// and started again under its name within the TTL is a new process, and the call sent to
+    /// the dead one will never be answered.
+    fn vanished(&self, worker: &str, instance: Option<&str>) -> Option<String> {
+        match (self.members.get(worker), instance) {
+            (Some(now), Some(then)) if now.instance == then => None,
+            (Some(_), Some(_)) => Some(format!(
+                "worker `{worker}` died during the call (a new worker of that name has taken \
+                 its place)"
+            )),
+            _ => Some(format!("worker `{worker}` died during the call")),
+        }
     }
 
     async fn attempt(&self, worker: &str, call: &Outgoing<'_>, body: &Bytes) -> Attempt {
@@ -144,6 +171,15 @@ impl Calls {
                 .expect("limits serialise")
                 .as_str(),
         );
+        // A request made while the connection is down would wait in the NATS client and go out
+        // when it is back, however long after the caller was answered: never send it.
+        if !self.nats_connected() {
+            return Attempt::Gone(format!(
+                "NATS is not connected: the call was not sent to worker `{worker}`"
+            ));
+        }
+        // The process the call goes to: if the name comes to stand for another, this one died.
+        let instance = self.members.get(worker).map(|w| w.instance);
         let payload = match self.outgoing(&mut headers, body).await {
             Ok(p) => p,
             Err(e) => return Attempt::Failed(e),
@@ -161,8 +197,8 @@ impl Calls {
             let mut tick = tokio::time::interval(LIVENESS_CHECK);
             loop {
                 tick.tick().await;
-                if self.members.get(worker).is_none() {
-                    return format!("worker `{worker}` died during the call");
+                if let Some(why) = self.vanished(worker, instance.as_deref()) {
+                    return why;
                 }
                 let connected =
                     self.client.connection_state() == async_nats::connection::State::Connected;
@@ -192,8 +228,8 @@ impl Calls {
                 Attempt::Gone(format!("worker `{worker}` is not serving calls"))
             }
             Err(e) if e.kind() == RequestErrorKind::TimedOut => {
-                if self.members.get(worker).is_none() {
-                    Attempt::Gone(format!("worker `{worker}` left during the call"))
+                if let Some(why) = self.vanished(worker, instance.as_deref()) {
+                    Attempt::Gone(why)
                 } else {
                     Attempt::Done(Err(ServiceError::Remote {
                         code: Code::DeadlineExceeded,
