@@ -7,6 +7,9 @@
 #
 #   bash host/benches/cluster.sh                       # release build
 #   PROFILE=debug SECONDS_PER_PHASE=10 bash host/benches/cluster.sh
+#   WASMRPC_BIN=/tmp/wasmrpc-old bash host/benches/cluster.sh
+#       # another build of the `wasmrpc` binary (an older commit's, say), not built here: run it
+#       # and this tree's build in turn for a before/after of a change
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -15,13 +18,17 @@ seconds=${SECONDS_PER_PHASE:-20}
 clients=${CLIENTS:-4}
 n=${N:-160}
 nats=$(bash tests/nats/setup.sh | tail -n 1)
-if [ "$profile" = release ]; then
+if [ -n "${WASMRPC_BIN:-}" ]; then
+    [ -x "$WASMRPC_BIN" ] || { echo "WASMRPC_BIN=$WASMRPC_BIN is not an executable" >&2; exit 2; }
+    wasmrpc=$WASMRPC_BIN
+elif [ "$profile" = release ]; then
     cargo build --release -p wasmrpc-host --bin wasmrpc >&2
+    wasmrpc=target/release/wasmrpc
 else
     cargo build -p wasmrpc-host --bin wasmrpc >&2
+    wasmrpc=target/debug/wasmrpc
 fi
 cargo build -q --profile guest --target wasm32-wasip2 --target-dir target/guests -p example-matmul >&2
-wasmrpc=target/$profile/wasmrpc
 
 work=$(mktemp -d)
 pids=()
