@@ -175,3 +175,27 @@ fn a_call_returning_a_malformed_value_is_internal_naming_the_method_and_the_faul
     }
     assert_eq!(http.get("/healthz").status, 200);
 }
+
+/// A `call` whose return area itself lies outside memory: wasmtime checks that before any part of
+/// the value is read, and it is still the function's bug, named as such.
+#[test]
+fn a_call_whose_return_area_is_out_of_bounds_is_internal_naming_the_method() {
+    let server = TestServer::start(&[]);
+    let http = server.http();
+    let r = http.put(
+        "/v1/methods/m",
+        &component("m", None, CallReturns::ReturnAreaOutOfBounds),
+    );
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let r = http.call("m", json!([x()]), 0);
+    assert_eq!(r.status, 500, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.code(), "INTERNAL");
+    let message = r.message();
+    assert!(
+        message.contains("method `m` returned a malformed value")
+            && message.contains("pointer out of bounds of memory"),
+        "{message}"
+    );
+    assert!(!message.contains("the server's log"), "{message}");
+    assert_eq!(http.get("/healthz").status, 200);
+}

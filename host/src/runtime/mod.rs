@@ -363,32 +363,12 @@ impl Runtime {
         }
         .await;
         let returned_by = "the component's signatures()";
-        let classify = |e| self.classify(e, &store, self.config.signatures_deadline, returned_by);
+        let deadline = self.config.signatures_deadline;
         match result {
             Ok(Ok(sigs)) => Ok(sigs.into_iter().map(convert::signature_from_wit).collect()),
             // Instantiating, or finding the export, failed.
-            Err(e) => Err(classify(e)),
-            // The call itself failed with an error of no type the runtime knows. `signatures()`
-            // takes no arguments, so the host lowered nothing into the guest; with the pooling
-            // allocator its fiber stack and memories come from slots reserved at start (a slot
-            // that cannot be had is `PoolConcurrencyLimitError`, classified above). What is left
-            // to fail untyped is the canonical ABI at the guest's edge: the return area's own
-            // pointer, which wasmtime checks before the runtime's result types can say where
-            // (`runtime/lifted.rs`), or an import's arguments the guest passed. Both are the
-            // component's doing. Without pooling (an on-demand fiber stack whose `mmap` can fail
-            // untyped) the rule would not hold, and the error stays the host's.
-            Ok(Err(e)) => {
-                let problem = format!("{e:#}");
-                match classify(e) {
-                    GuestFailure::Internal(_) if self.config.pooling => {
-                        Err(GuestFailure::Malformed {
-                            returned_by: returned_by.to_owned(),
-                            value: MalformedValue::whole(problem),
-                        })
-                    }
-                    failure => Err(failure),
-                }
-            }
+            Err(e) => Err(self.classify(e, &store, deadline, returned_by)),
+            Ok(Err(e)) => Err(self.classify_export_call(e, &store, deadline, returned_by)),
         }
     }
 
@@ -463,8 +443,8 @@ impl Runtime {
                 }
             };
             let call = module.call.get(&instance, &mut *store)?;
-            let (Lifted(outputs),) = call.call_async(&mut *store, (method, &wit_args)).await?;
-            Ok(outputs)
+            let called = call.call_async(&mut *store, (method, &wit_args)).await;
+            Ok(called.map(|(Lifted(outputs),)| outputs))
         }
         .await;
         drop(wit_args);
@@ -476,13 +456,19 @@ impl Runtime {
             let end = log.dropped_end();
             tracing::debug!(method, dropped_bytes = dropped, guest_log = %text.trim_end(), guest_log_end = %end, "guest log");
         }
+        let returned_by = || format!("method `{method}`");
         let outputs = match result {
-            Ok(Ok(outputs)) => outputs.into_inner().0,
-            Ok(Err(guest_error)) => {
+            Ok(Ok(Ok(outputs))) => outputs.into_inner().0,
+            Ok(Ok(Err(guest_error))) => {
                 let (code, message) = convert::guest_error(guest_error.into_inner());
                 return Err(GuestFailure::Guest { code, message });
             }
-            Err(e) => return Err(self.classify(e, store, deadline, &format!("method `{method}`"))),
+            // The call itself failed.
+            Ok(Err(e)) => {
+                return Err(self.classify_export_call(e, store, deadline, &returned_by()));
+            }
+            // Instantiating, or finding the export, failed.
+            Err(e) => return Err(self.classify(e, store, deadline, &returned_by())),
         };
         self.check_outputs(module, method, outputs)
     }
@@ -561,6 +547,38 @@ impl Runtime {
     /// Turn a wasmtime error into a [`GuestFailure`]; the limiter's record wins over the trap it
     /// caused, so a memory bomb is RESOURCE_EXHAUSTED even when the guest aborts on its own.
     /// `returned_by` names whose value it was, should the guest's returned value be malformed.
+    /// The failure of a call of a guest's export, its instance made: as [`Runtime::classify`],
+    /// except that an error of no type the runtime knows is the guest's own malformed value.
+    ///
+    /// Why that holds: with the pooling allocator (the default) the call's fiber stack and
+    /// memories come from slots reserved at start (a slot that cannot be had is
+    /// `PoolConcurrencyLimitError`, classified), and running out of host memory is
+    /// `wasmtime::OutOfMemory`, kept the host's. What is left to fail untyped is the canonical ABI
+    /// at the guest's edge: the return area's own pointer, which wasmtime checks before the
+    /// runtime's result types can say where (`runtime/lifted.rs`); what the guest's `cabi_realloc`
+    /// returned while the host lowered the arguments; the arguments the guest passed an import.
+    /// All of them the component's doing. Without pooling (an on-demand fiber stack whose `mmap`
+    /// can fail untyped) the rule would not hold, and the error stays the host's.
+    fn classify_export_call(
+        &self,
+        error: wasmtime::Error,
+        store: &Store<CallState>,
+        deadline: Duration,
+        returned_by: &str,
+    ) -> GuestFailure {
+        let problem = format!("{error:#}");
+        let out_of_memory = error.is::<wasmtime::OutOfMemory>();
+        match self.classify(error, store, deadline, returned_by) {
+            GuestFailure::Internal(_) if self.config.pooling && !out_of_memory => {
+                GuestFailure::Malformed {
+                    returned_by: returned_by.to_owned(),
+                    value: MalformedValue::whole(problem),
+                }
+            }
+            failure => failure,
+        }
+    }
+
     fn classify(
         &self,
         error: wasmtime::Error,

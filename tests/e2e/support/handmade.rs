@@ -48,6 +48,8 @@ pub enum CallReturns {
     Outputs,
     /// `ok([y])` whose data points past the end of memory.
     DataOutOfBounds,
+    /// The return area itself lies past the end of memory.
+    ReturnAreaOutOfBounds,
 }
 
 /// A component with one method, `name`, taking `x: float32[2]` and returning `y: float32[2]`,
@@ -127,7 +129,7 @@ fn call_value(image: &mut Image, returns: CallReturns) -> u32 {
             let values: Vec<u8> = [1.5f32, 2.5].iter().flat_map(|v| v.to_le_bytes()).collect();
             image.place(4, &values)
         }
-        CallReturns::DataOutOfBounds => OUT_OF_BOUNDS,
+        CallReturns::DataOutOfBounds | CallReturns::ReturnAreaOutOfBounds => OUT_OF_BOUNDS,
     };
     // tensor (20 bytes, align 4): dtype at 0, shape at 4, data at 12.
     let mut tensor = vec![DTYPE_F32, 0, 0, 0];
@@ -138,7 +140,11 @@ fn call_value(image: &mut Image, returns: CallReturns) -> u32 {
     let mut result = vec![0, 0, 0, 0];
     result.extend(pair(tensors, 1));
     result.extend([0; 4]);
-    image.place(4, &result)
+    let area = image.place(4, &result);
+    match returns {
+        CallReturns::ReturnAreaOutOfBounds => OUT_OF_BOUNDS,
+        _ => area,
+    }
 }
 
 fn pair(ptr: u32, len: u32) -> Vec<u8> {
