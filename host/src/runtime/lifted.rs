@@ -39,9 +39,8 @@ use super::bindings::Dtype;
 /// host lowers the arguments, and, untyped too, from the host itself (an on-demand fiber stack
 /// whose `mmap` fails, with `pooling: false`). Only two checks of a returned value happen outside
 /// these wrappers, in `TypedFunc::lift_heap_result` before any of them runs: the return area's
-/// own pointer ("return pointer not aligned", "pointer out of bounds of memory"). For
-/// `signatures()`, which takes no arguments, `Runtime::describe` closes that gap by when the
-/// error came (see there); for `call` it stays unclassified (a host fault, in the server's log).
+/// own pointer ("return pointer not aligned", "pointer out of bounds of memory"), which
+/// `Runtime::classify_export_call` gives to the guest by when the error came (see there).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MalformedValue {
     /// Where, innermost step first (the error travels outwards, each wrapper adds its step).
