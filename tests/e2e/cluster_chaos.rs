@@ -149,7 +149,7 @@ impl Entry {
 /// successor waiting for the name (as a restarted worker does) can take it in between. Here
 /// the test frees the name the moment the worker dies, so that the successor, started at the
 /// same moment, takes it within a second or two, before any view has dropped the dead worker.
-/// Before (2026-11-27), every call in flight to it then took the successor for the worker it
+/// Before issue 31's fix, every call in flight to it then took the successor for the worker it
 /// was sent to and waited for its timeout plus 30 s, then was DEADLINE_EXCEEDED, any-worker
 /// calls included. Two rounds (the successor is the second round's victim).
 #[test]
@@ -299,9 +299,20 @@ fn a_call_in_flight_to_a_killed_worker_is_answered_when_a_successor_takes_its_na
     assert!(calls_counted(&w1, "add", "OK") + calls_counted(&w3, "add", "OK") >= 24);
 }
 
+/// Workers `a` and `b` on `nats`, `add` registered on `a` and seen by `b`, each listing both.
+fn two_workers_with_add(nats: &Nats) -> (TestServer, TestServer) {
+    let a = worker(nats, "a", &[]);
+    let b = worker(nats, "b", &[]);
+    register(&a.http(), "add", "example-add", Some("add"));
+    eventually(Duration::from_secs(5), "b sees add, both listed", || {
+        b.http().get("/v1/methods/add").status == 200 && names(&a).len() == 2
+    });
+    (a, b)
+}
+
 /// NATS killed: a worker counts itself whatever NATS says, so after the other workers' entries
 /// have aged out it still lists itself and runs `?worker=any` calls (here, at once), while a
-/// named call to another worker is UNAVAILABLE. Before (2026-11-27), once the outage passed 3 s
+/// named call to another worker is UNAVAILABLE. Before issue 31's fix, once the outage passed 3 s
 /// every worker's list was empty, itself included, and any-worker calls were UNAVAILABLE ("no
 /// live worker is left").
 #[test]
@@ -309,12 +320,7 @@ fn a_worker_cut_off_from_nats_still_lists_itself_and_runs_any_worker_calls() {
     let Some(mut nats) = Nats::start() else {
         return;
     };
-    let a = worker(&nats, "a", &[]);
-    let b = worker(&nats, "b", &[]);
-    register(&a.http(), "add", "example-add", Some("add"));
-    eventually(Duration::from_secs(5), "b sees add, both listed", || {
-        b.http().get("/v1/methods/add").status == 200 && names(&a).len() == 2
-    });
+    let (a, b) = two_workers_with_add(&nats);
     // Each has loaded the component (without NATS it could not).
     for w in [&a, &b] {
         let r = w.http().call("add", add_args(1, 1), 0);
@@ -335,8 +341,10 @@ fn a_worker_cut_off_from_nats_still_lists_itself_and_runs_any_worker_calls() {
             outputs(&r)[0],
             tensor("int32", &[1], json!([40 + i as i32]))
         );
+        // At once, not after trying another worker through a NATS that is gone (a bound that
+        // holds on a busy machine; the old road answered UNAVAILABLE, not late).
         assert!(
-            started.elapsed() < Duration::from_secs(1),
+            started.elapsed() < Duration::from_secs(5),
             "{:?}",
             started.elapsed()
         );
@@ -360,7 +368,7 @@ fn a_worker_cut_off_from_nats_still_lists_itself_and_runs_any_worker_calls() {
 }
 
 /// Writes while NATS is down are refused at once, saying nothing was changed, and stay undone
-/// when NATS returns. Before (2026-11-27), a DELETE answered 503 "try again" after 5 s, and the
+/// when NATS returns. Before issue 31's fix, a DELETE answered 503 "try again" after 5 s, and the
 /// NATS client, which had kept the write, sent it when it reconnected: the method vanished from
 /// every worker afterwards.
 #[test]
@@ -368,12 +376,7 @@ fn a_write_refused_while_nats_is_down_is_never_applied_later() {
     let Some(mut nats) = Nats::start() else {
         return;
     };
-    let a = worker(&nats, "a", &[]);
-    let b = worker(&nats, "b", &[]);
-    register(&a.http(), "add", "example-add", Some("add"));
-    eventually(Duration::from_secs(5), "b sees add, both listed", || {
-        b.http().get("/v1/methods/add").status == 200 && names(&a).len() == 2
-    });
+    let (a, b) = two_workers_with_add(&nats);
     nats.kill();
     // The workers' connections see the socket close at once; this is ample on a busy machine.
     std::thread::sleep(Duration::from_secs(1));
@@ -439,7 +442,7 @@ fn a_write_refused_while_nats_is_down_is_never_applied_later() {
 
 /// A write NATS receives but does not confirm in time (here NATS is frozen with SIGSTOP) is
 /// answered UNAVAILABLE saying it may or may not have been applied, and it may indeed be
-/// applied once NATS goes on: the client must look before trying again. Before (2026-11-27), the
+/// applied once NATS goes on: the client must look before trying again. Before issue 31's fix, the
 /// answer said only "try again".
 #[test]
 fn a_write_nats_did_not_confirm_is_said_to_be_maybe_applied() {
