@@ -30,6 +30,29 @@ def test_the_tf_rpc_example_prints_the_sum_three_ways(guest, python):
     assert lines[3].startswith("a float32 argument       -> InvalidArgumentError INVALID_ARGUMENT")
 
 
+def _threads_of(pid):
+    """What each thread of `pid` is doing, and its signal masks: for a process that hangs."""
+    out = []
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            out += [line.strip() for line in f if line.startswith(("State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt"))]
+        for tid in sorted(os.listdir(f"/proc/{pid}/task")):
+            base = f"/proc/{pid}/task/{tid}"
+            fields = []
+            for name in ("comm", "wchan", "syscall"):
+                try:
+                    with open(f"{base}/{name}") as f:
+                        fields.append(f.read().strip())
+                except OSError as e:
+                    fields.append(str(e))
+            with open(f"{base}/status") as f:
+                fields += [line.strip() for line in f if line.startswith(("State", "SigBlk", "SigPnd"))]
+            out.append(f"{tid}: " + " | ".join(fields))
+    except OSError as e:
+        out.append(str(e))
+    return "\n".join(out)
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
 def test_ctrl_c_ends_a_server_join(python):
     script = textwrap.dedent(
@@ -41,13 +64,24 @@ def test_ctrl_c_ends_a_server_join(python):
         server.join()
         """
     )
-    process = subprocess.Popen([python, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Python turns SIGINT into KeyboardInterrupt only if it starts with SIGINT at its default, and
+    # a shell's background job (`bash tests/run.sh &`) starts with it ignored, as do its children.
+    process = subprocess.Popen(
+        [python, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         assert process.stdout.readline().strip().startswith("127.0.0.1:")
         time.sleep(0.3)
         started = time.monotonic()
         process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=10)
+        try:
+            _, stderr = process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("no exit 10 s after SIGINT: " + _threads_of(process.pid))
         assert time.monotonic() - started < 5
         assert process.returncode != 0 and "KeyboardInterrupt" in stderr, stderr
     finally:
