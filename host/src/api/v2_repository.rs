@@ -91,16 +91,14 @@ async fn load(
     // The component's limit is the tenant's quota within the server's own, as on v1; the body
     // may be that much base64 and the JSON around it, and is refused before being read past it.
     let limit = state.service.component_limit(&caller.quota);
-    let too_large = || limit.refusal();
-    let component_limit = limit.bytes;
-    let body_limit = base64_len(component_limit).saturating_add(LOAD_BODY_SLACK);
+    let body_limit = base64_len(limit.bytes).saturating_add(LOAD_BODY_SLACK);
     let bytes = read_limited(&headers, body, body_limit, state.limits.body_read_timeout)
         .await
         .map_err(|e| {
             e.with_message_if_too_large(format!(
                 "{}: the load request may be {body_limit} bytes, the component base64-encoded \
                  and {LOAD_BODY_SLACK} bytes besides",
-                too_large()
+                limit.refusal()
             ))
         })?;
     let LoadRequest { file, export } = kserve_repository::decode_load_request(&bytes)?;
@@ -126,11 +124,11 @@ async fn load(
             Err(e) => Err(e.into()),
         };
     };
-    if file.bytes.len() > component_limit {
+    if file.bytes.len() > limit.bytes {
         return Err(ApiError::with_http(
             Code::ResourceExhausted,
             StatusCode::PAYLOAD_TOO_LARGE,
-            too_large(),
+            limit.refusal(),
         ));
     }
     state

@@ -13,7 +13,7 @@ pub use modules::ModuleCache;
 
 use wasmrpc_proto::Tensor;
 
-pub use crate::admission::CallLimits;
+use crate::admission::CallLimits;
 use crate::error::ServiceError;
 use crate::registry::Registration;
 

@@ -20,8 +20,8 @@ use crate::execute::{Call, Executed, LocalExecutor, Placement};
 use crate::registry::Registration;
 
 impl Calls {
-    /// Run `call` where its placement names a worker: here when that is this worker (or, for
-    /// any worker, when this one's turn comes), else on that worker, within the call's deadline.
+    /// Run `call` where its placement says: here when that is this worker (by name, or, for any
+    /// worker, when this one's turn comes), else on that worker, within the call's deadline.
     ///
     /// An answer from another worker was counted there ([`Executed::counted_elsewhere`]); a call
     /// no worker answered for is this worker's to count.
@@ -47,6 +47,7 @@ impl Calls {
             started,
         };
         match placement {
+            // `ClusterExecutor` runs a call placed here itself; this arm keeps `send` whole.
             Placement::Here => Executed::here(local.run(here(args)).await),
             Placement::Worker(worker) if *worker == self.me => {
                 Executed::here(local.run(here(args)).await)
