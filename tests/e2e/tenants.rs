@@ -459,6 +459,72 @@ fn metrics_take_the_admin_key_and_deleting_a_tenant_takes_its_methods() {
 }
 
 #[test]
+fn an_upload_that_ends_after_its_tenant_was_deleted_leaves_nothing_for_a_new_tenant_of_the_name() {
+    let keyed = Keyed::start(&[]);
+    let (_a, answer) = keyed.tenant("team-a");
+    let key = answer["key"].as_str().unwrap().to_owned();
+    // The upload's key is checked when its headers arrive; its body comes after the delete.
+    let component = guest("example-add");
+    let (first, rest) = component.split_at(component.len() / 2);
+    let mut s = keyed.server.http().connect();
+    write!(
+        s,
+        "PUT /v1/methods/left_behind?export=add HTTP/1.1\r\nHost: localhost\r\n\
+         Connection: close\r\nAuthorization: Bearer {key}\r\nContent-Length: {}\r\n\r\n",
+        component.len()
+    )
+    .unwrap();
+    s.write_all(first).unwrap();
+    s.flush().unwrap();
+    let r = keyed.admin.delete("/v1/tenants/team-a");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    s.write_all(rest).unwrap();
+    let r = crate::support::http::read_response(&mut s).unwrap();
+    // Before issue 32's fix the upload was registered (201) for a tenant that no longer existed.
+    assert_unauthenticated(&r, "an upload whose tenant was deleted while it ran");
+    let (a2, _) = keyed.tenant("team-a");
+    assert_eq!(a2.get("/v1/methods").json()["methods"], json!([]));
+    assert_eq!(a2.call("left_behind", add_args(), 0).status, 404);
+    let listed = keyed.admin.get("/v1/tenants/team-a").json();
+    assert_eq!(listed["usage"]["methods"], 0, "{listed}");
+}
+
+#[test]
+fn default_is_reserved_so_no_tenant_inherits_what_was_registered_without_keys() {
+    let data = tempfile::tempdir().unwrap();
+    {
+        let keyless = TestServer::start_in(data.path(), &[]);
+        assert_eq!(
+            put(
+                &keyless.http(),
+                "/v1/methods/keyless_add?export=add",
+                "example-add"
+            )
+            .status,
+            201
+        );
+    }
+    let key_dir = tempfile::tempdir().unwrap();
+    let admin_key_file = key_dir.path().join("admin.key");
+    let server = TestServer::start_in(
+        data.path(),
+        &["--admin-key-file", admin_key_file.to_str().unwrap()],
+    );
+    let admin_key = std::fs::read_to_string(&admin_key_file).unwrap();
+    let admin = server.http().with_key(admin_key.trim());
+    // Before issue 32's fix a tenant named `default` was created (201) and called `keyless_add`.
+    let r = admin.post_json("/v1/tenants", &json!({ "name": "default" }));
+    assert_eq!(r.status, 400, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.code(), "INVALID_ARGUMENT");
+    assert!(r.message().contains("reserved"), "{}", r.message());
+    // What the keyless server registered stays stored, for it; the admin may remove it.
+    let r = admin.delete("/v1/tenants/default");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["deleted_methods"], 1);
+    assert_eq!(admin.delete("/v1/tenants/default").status, 404);
+}
+
+#[test]
 fn a_server_with_keys_may_listen_beyond_loopback_and_one_without_may_not() {
     let dir = tempfile::tempdir().unwrap();
     let key_file = dir.path().join("admin.key");

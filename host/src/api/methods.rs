@@ -14,6 +14,7 @@ use super::AppState;
 use super::auth::Tenant;
 use super::body::{read_call_body, read_limited};
 use super::error::ApiError;
+use super::lifecycle;
 use super::path::MethodName;
 use super::query::ApiQuery;
 use crate::service::Placement;
@@ -56,6 +57,7 @@ pub async fn register(
         .service
         .register(&caller, &name, query.export.as_deref(), bytes.to_vec())
         .await?;
+    lifecycle::undo_if_tenant_deleted(&state, &caller).await?;
     let status = if created {
         StatusCode::CREATED
     } else {

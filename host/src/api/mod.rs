@@ -8,6 +8,7 @@ mod cluster;
 pub(crate) mod context;
 pub mod error;
 mod health;
+mod lifecycle;
 mod methods;
 mod openapi;
 mod path;

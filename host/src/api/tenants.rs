@@ -15,9 +15,10 @@ use super::AppState;
 use super::auth::Admin;
 use super::body::read_limited;
 use super::error::ApiError;
+use super::lifecycle;
 use crate::registry::Usage;
 use crate::tenancy::directory::{DirectoryError, KeyInfo, TenantInfo};
-use crate::tenancy::{Quota, QuotaPatch, TenantId};
+use crate::tenancy::{Quota, QuotaPatch, TenantDirectory, TenantId};
 
 /// Largest admin request body: a name or a few quota settings.
 const MAX_ADMIN_BODY: usize = 64 << 10;
@@ -91,6 +92,10 @@ pub async fn create(
     body: Body,
 ) -> Result<Response, ApiError> {
     let CreateTenant { name } = read_json(&state, &headers, body).await?;
+    TenantDirectory::check_new_name(&name)?;
+    if directory.show(&name).is_err() {
+        lifecycle::purge_leftovers(&state, &name).await?;
+    }
     let issued = directory.create(&name)?;
     tracing::info!(target: "audit", actor = "admin", action = "tenant.create", tenant = %name, key_id = %issued.key_id, "admin action");
     let answer = serde_json::json!({
@@ -171,12 +176,27 @@ pub async fn delete(
     Admin(directory): Admin,
     Path(name): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    directory.show(&name)?;
-    let deleted = state
-        .service
-        .delete_all(&TenantId::new(name.as_str()))
-        .await?;
-    directory.delete(&name)?;
+    let tenant = TenantId::new(name.as_str());
+    // The keys go first: from here no request of the tenant is accepted, so none can register
+    // after the removal below has passed it (an upload already running is undone when it ends,
+    // by `lifecycle::undo_if_tenant_deleted`).
+    match directory.delete(&name) {
+        Ok(()) => {}
+        // A tenant deleted before, whose methods could not all be removed then: finishing that
+        // is what this delete is for.
+        Err(DirectoryError::NoSuchTenant(_)) if !state.service.list(&tenant).is_empty() => {}
+        Err(e) => return Err(e.into()),
+    }
+    let deleted = state.service.delete_all(&tenant).await.map_err(|e| {
+        tracing::warn!(%tenant, error = %e, "deleting a tenant's methods failed");
+        ApiError::new(
+            Code::Unavailable,
+            format!(
+                "tenant `{name}` is deleted and its keys no longer work, but not all of its \
+                 methods could be removed; send the DELETE again to finish"
+            ),
+        )
+    })?;
     tracing::info!(target: "audit", actor = "admin", action = "tenant.delete", tenant = %name, deleted_methods = deleted, "admin action");
     Ok(Json(
         serde_json::json!({ "name": name, "deleted_methods": deleted }),

@@ -18,6 +18,7 @@ use super::AppState;
 use super::auth::Tenant;
 use super::body::read_limited;
 use super::error::ApiError;
+use super::lifecycle;
 use super::path::MethodName;
 use super::routes::Routes;
 use crate::service::ServiceError;
@@ -146,6 +147,7 @@ async fn load(
             ),
             other => other.into(),
         })?;
+    lifecycle::undo_if_tenant_deleted(&state, &caller).await?;
     Ok(StatusCode::OK)
 }
 

@@ -13,6 +13,7 @@ use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::TenantId;
+use super::id::DEFAULT_TENANT;
 use super::keys::{self, KeyHash, NewKey};
 use super::quota::{Quota, QuotaPatch};
 
@@ -235,6 +236,14 @@ impl TenantDirectory {
                 stored.format
             );
         }
+        if stored.tenants.iter().any(|t| t.name == DEFAULT_TENANT) {
+            tracing::warn!(
+                "{} holds a tenant named `{DEFAULT_TENANT}`, made before the name was reserved: \
+                 it sees every method registered while the server ran without keys; move its \
+                 users to a tenant of another name and delete it",
+                path.display()
+            );
+        }
         let state = State::of(stored.tenants);
         Ok(TenantDirectory {
             path,
@@ -331,13 +340,31 @@ impl TenantDirectory {
             .ok_or_else(|| DirectoryError::NoSuchTenant(name.to_owned()))
     }
 
+    /// Whether `name` may be given to a new tenant: a valid name, and not the implicit tenant's.
+    ///
+    /// # Errors
+    /// [`DirectoryError::Invalid`], saying why.
+    pub fn check_new_name(name: &str) -> Result<(), DirectoryError> {
+        wasmrpc_proto::names::check_name(name)
+            .map_err(|why| DirectoryError::Invalid(why.replace("method name", "tenant name")))?;
+        if name == DEFAULT_TENANT {
+            // What a server ran without keys registered belongs to `default`: a tenant of that
+            // name would be handed all of it.
+            return Err(DirectoryError::Invalid(format!(
+                "the tenant name `{DEFAULT_TENANT}` is reserved: it is the implicit tenant of a \
+                 server without keys, and what was registered then stays its own; choose another \
+                 name"
+            )));
+        }
+        Ok(())
+    }
+
     /// Create a tenant with its first key.
     ///
     /// # Errors
     /// A bad name, a name taken, or the file cannot be written.
     pub fn create(&self, name: &str) -> Result<IssuedKey, DirectoryError> {
-        wasmrpc_proto::names::check_name(name)
-            .map_err(|why| DirectoryError::Invalid(why.replace("method name", "tenant name")))?;
+        Self::check_new_name(name)?;
         let new = keys::new_tenant_key();
         self.change(|state| {
             if state.tenants.contains_key(name) {
@@ -581,6 +608,17 @@ mod tests {
             d.authenticate(Some(&bearer(&forged))),
             Err(AuthError::Refused)
         );
+    }
+
+    #[test]
+    fn the_implicit_tenants_name_is_reserved() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = open(dir.path());
+        let refused = d.create(DEFAULT_TENANT).unwrap_err().to_string();
+        assert!(refused.contains("reserved"), "{refused}");
+        assert!(d.show(DEFAULT_TENANT).is_err());
+        // Only the exact name: others that contain it are ordinary.
+        d.create("default-team").unwrap();
     }
 
     #[test]
