@@ -142,6 +142,15 @@ pub struct ServeSettings {
     /// that requires TLS); without it, the system's roots.
     #[arg(long, env = "WASMRPC_CLUSTER_CA")]
     pub cluster_ca: Option<PathBuf>,
+    /// Let web pages of this origin (`scheme://host[:port]`, exactly as a browser sends it in
+    /// `Origin`) use the API from script, with CORS; repeatable (WASMRPC_ALLOW_ORIGINS:
+    /// comma-separated). Without it, only pages served from the server's own address may.
+    #[arg(
+        long = "allow-origin",
+        env = "WASMRPC_ALLOW_ORIGINS",
+        value_delimiter = ','
+    )]
+    pub allow_origin: Option<Vec<String>>,
 }
 
 macro_rules! merge_fields {
@@ -190,7 +199,8 @@ impl ServeSettings {
             rank,
             advertise,
             cluster_replicas,
-            cluster_ca
+            cluster_ca,
+            allow_origin
         );
         self
     }
@@ -264,6 +274,17 @@ impl ServeSettings {
         }
         if let Some(v) = self.body_timeout_s {
             http.body_read_timeout = secs(v);
+        }
+        for origin in self
+            .allow_origin
+            .iter()
+            .flatten()
+            .filter(|o| !o.trim().is_empty())
+        {
+            http.allowed_origins.push(
+                crate::api::parse_origin(origin)
+                    .map_err(|e| anyhow::anyhow!("--allow-origin: {e}"))?,
+            );
         }
         // Every server's connection threads, the embedded one's too, run the same choreography.
         let mut serve = ServeOptions {
