@@ -123,7 +123,8 @@ pub struct ServeSettings {
     /// (docs/cluster.md). Needs --name. A NATS user and password, or a token, go in the URL
     /// (`nats://USER:PASSWORD@HOST:PORT`, `nats://TOKEN@HOST:PORT`; WASMRPC_CLUSTER keeps them
     /// off the command line); `tls://` connects over TLS.
-    #[arg(long, env = "WASMRPC_CLUSTER")]
+    // The variable's value may hold a password: `--help` must not print it.
+    #[arg(long, env = "WASMRPC_CLUSTER", hide_env_values = true)]
     pub cluster: Option<String>,
     /// This worker's unique name in the cluster (1 to 64 of A-Z a-z 0-9 - _ /).
     #[arg(long, env = "WASMRPC_NAME")]

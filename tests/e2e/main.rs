@@ -25,6 +25,7 @@ mod python_sdk;
 mod registry;
 mod requests;
 mod sandbox;
+mod secrets;
 mod tenants;
 mod tls;
 mod uploads;
