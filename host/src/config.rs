@@ -73,6 +73,14 @@ pub struct ServeSettings {
     /// Connections open at once; past it new ones get a fast 503 and are closed.
     #[arg(long, env = "WASMRPC_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
+    /// Seconds a connection may stay open with no request in progress (HTTP/2 PINGs do not
+    /// count); then it is closed, HTTP/2 with GOAWAY.
+    #[arg(long, env = "WASMRPC_IDLE_TIMEOUT_S")]
+    pub idle_timeout_s: Option<u64>,
+    /// Connections open at once from one IP address; past it new ones from that address get a
+    /// fast 503 and are closed.
+    #[arg(long, env = "WASMRPC_MAX_CONNECTIONS_PER_PEER")]
+    pub max_connections_per_peer: Option<usize>,
     /// Time shutdown waits for in-flight calls, in seconds.
     #[arg(long, env = "WASMRPC_DRAIN_TIMEOUT_S")]
     pub drain_timeout_s: Option<u64>,
@@ -201,7 +209,9 @@ impl ServeSettings {
             advertise,
             cluster_replicas,
             cluster_ca,
-            allow_origin
+            allow_origin,
+            idle_timeout_s,
+            max_connections_per_peer
         );
         self
     }
@@ -303,6 +313,12 @@ impl ServeSettings {
         });
         if let Some(v) = self.max_connections {
             serve.max_connections = v.max(1);
+        }
+        if let Some(v) = self.idle_timeout_s {
+            serve.idle_timeout = secs(v.max(1));
+        }
+        if let Some(v) = self.max_connections_per_peer {
+            serve.max_connections_per_peer = v.max(1);
         }
         serve.tls = match (&self.tls_cert, &self.tls_key) {
             (Some(cert), Some(key)) => Some(tls_config(cert, key)?),

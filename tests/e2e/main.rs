@@ -11,6 +11,7 @@ mod cluster;
 mod cluster_chaos;
 mod cluster_client;
 mod compiles;
+mod connections;
 mod embedded;
 mod examples;
 mod instantiation;
