@@ -53,6 +53,9 @@ const BODY_TYPES: &[&str] = &[
     "application/octet-stream",
     // curl's `-d` / `--data-binary` default; see the module's comment for why it is safe.
     "application/x-www-form-urlencoded",
+    // gRPC on the main port (contract.md, "gRPC"): no form can send these.
+    "application/grpc",
+    "application/grpc+proto",
 ];
 
 /// The layer: refuse what a browser page must not do, answer allowed CORS preflights, and
@@ -304,6 +307,7 @@ mod tests {
         assert!(!with("Application/WASM"));
         assert!(!with("application/octet-stream"));
         assert!(!with("application/x-www-form-urlencoded"));
+        assert!(!with("application/grpc"));
         assert!(refuse_body_type(&Method::POST, &HeaderMap::new()).is_none());
         let mut plain = HeaderMap::new();
         plain.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
