@@ -56,6 +56,23 @@ async fn an_http2_connection_that_only_pings_is_closed_after_the_idle_timeout() 
 }
 
 #[test]
+fn an_http1_keep_alive_connection_is_closed_after_the_idle_timeout_between_requests() {
+    // A header timeout longer than the idle time, so that the idle timeout is what closes it.
+    let server = TestServer::start(&["--idle-timeout-s", "1", "--header-timeout-s", "30"]);
+    let mut s = server.http().connect();
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut buf = [0u8; 1024];
+    assert!(s.read(&mut buf).unwrap() > 0, "the first answer");
+    let started = Instant::now();
+    let rest = s.read(&mut buf);
+    let took = started.elapsed();
+    assert!(matches!(rest, Ok(0) | Err(_)), "{rest:?}");
+    assert!(took >= Duration::from_millis(500), "{took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
 fn a_request_in_progress_is_not_idle() {
     let server = TestServer::start(&["--idle-timeout-s", "1"]);
     let http = server.http();
