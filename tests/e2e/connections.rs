@@ -72,6 +72,28 @@ fn an_http1_keep_alive_connection_is_closed_after_the_idle_timeout_between_reque
     assert!(took < Duration::from_secs(10), "{took:?}");
 }
 
+/// The Rust SDK keeps one HTTP/2 connection; once the server has closed it for idleness, the
+/// next call opens another, and the caller sees nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sdk_calls_again_after_its_idle_connection_was_closed() {
+    let server = TestServer::start(&["--idle-timeout-s", "1"]);
+    register(&server.http(), "add", "example-add", Some("add"));
+    let client =
+        wasmrpc_client::Client::create("http", &server.url, "idle", Duration::from_secs(10))
+            .await
+            .unwrap();
+    let one = || wasmrpc_client::Tensor::from_vec([1], vec![1i32]).unwrap();
+    for _ in 0..2 {
+        let out = client
+            .call_async("add", vec![one(), one()], None, None)
+            .await
+            .unwrap();
+        assert_eq!(out[0].to_vec::<i32>().unwrap(), vec![2]);
+        // Idle past the timeout: the server closes the connection (GOAWAY) meanwhile.
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+    }
+}
+
 #[test]
 fn a_request_in_progress_is_not_idle() {
     let server = TestServer::start(&["--idle-timeout-s", "1"]);
