@@ -73,6 +73,14 @@ pub struct ServeSettings {
     /// Connections open at once; past it new ones get a fast 503 and are closed.
     #[arg(long, env = "WASMRPC_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
+    /// Seconds a connection may stay open with no request in progress (HTTP/2 PINGs do not
+    /// count); then it is closed, HTTP/2 with GOAWAY.
+    #[arg(long, env = "WASMRPC_IDLE_TIMEOUT_S")]
+    pub idle_timeout_s: Option<u64>,
+    /// Connections open at once from one IP address; past it new ones from that address get a
+    /// fast 503 and are closed.
+    #[arg(long, env = "WASMRPC_MAX_CONNECTIONS_PER_PEER")]
+    pub max_connections_per_peer: Option<usize>,
     /// Time shutdown waits for in-flight calls, in seconds.
     #[arg(long, env = "WASMRPC_DRAIN_TIMEOUT_S")]
     pub drain_timeout_s: Option<u64>,
@@ -123,7 +131,8 @@ pub struct ServeSettings {
     /// (docs/cluster.md). Needs --name. A NATS user and password, or a token, go in the URL
     /// (`nats://USER:PASSWORD@HOST:PORT`, `nats://TOKEN@HOST:PORT`; WASMRPC_CLUSTER keeps them
     /// off the command line); `tls://` connects over TLS.
-    #[arg(long, env = "WASMRPC_CLUSTER")]
+    // The variable's value may hold a password: `--help` must not print it.
+    #[arg(long, env = "WASMRPC_CLUSTER", hide_env_values = true)]
     pub cluster: Option<String>,
     /// This worker's unique name in the cluster (1 to 64 of A-Z a-z 0-9 - _ /).
     #[arg(long, env = "WASMRPC_NAME")]
@@ -142,6 +151,15 @@ pub struct ServeSettings {
     /// that requires TLS); without it, the system's roots.
     #[arg(long, env = "WASMRPC_CLUSTER_CA")]
     pub cluster_ca: Option<PathBuf>,
+    /// Let web pages of this origin (`scheme://host[:port]`, exactly as a browser sends it in
+    /// `Origin`) use the API from script, with CORS; repeatable (WASMRPC_ALLOW_ORIGINS:
+    /// comma-separated). Without it, only pages served from the server's own address may.
+    #[arg(
+        long = "allow-origin",
+        env = "WASMRPC_ALLOW_ORIGINS",
+        value_delimiter = ','
+    )]
+    pub allow_origin: Option<Vec<String>>,
 }
 
 macro_rules! merge_fields {
@@ -190,7 +208,10 @@ impl ServeSettings {
             rank,
             advertise,
             cluster_replicas,
-            cluster_ca
+            cluster_ca,
+            allow_origin,
+            idle_timeout_s,
+            max_connections_per_peer
         );
         self
     }
@@ -265,6 +286,17 @@ impl ServeSettings {
         if let Some(v) = self.body_timeout_s {
             http.body_read_timeout = secs(v);
         }
+        for origin in self
+            .allow_origin
+            .iter()
+            .flatten()
+            .filter(|o| !o.trim().is_empty())
+        {
+            http.allowed_origins.push(
+                crate::api::parse_origin(origin)
+                    .map_err(|e| anyhow::anyhow!("--allow-origin: {e}"))?,
+            );
+        }
         // Every server's connection threads, the embedded one's too, run the same choreography.
         let mut serve = ServeOptions {
             thread_hooks: crate::threads::connection_hooks(),
@@ -281,6 +313,12 @@ impl ServeSettings {
         });
         if let Some(v) = self.max_connections {
             serve.max_connections = v.max(1);
+        }
+        if let Some(v) = self.idle_timeout_s {
+            serve.idle_timeout = secs(v.max(1));
+        }
+        if let Some(v) = self.max_connections_per_peer {
+            serve.max_connections_per_peer = v.max(1);
         }
         serve.tls = match (&self.tls_cert, &self.tls_key) {
             (Some(cert), Some(key)) => Some(tls_config(cert, key)?),

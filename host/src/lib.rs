@@ -23,6 +23,7 @@ mod error;
 mod execute;
 mod log_format;
 mod metrics;
+mod redact;
 mod registry;
 mod runtime;
 mod server;

@@ -295,7 +295,7 @@ fn registering_known_bytes_again_needs_no_compile() {
             let mut stream = http.connect();
             write!(
                 stream,
-                "PUT /v1/methods/slow-{n} HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n",
+                "PUT /v1/methods/slow-{n} HTTP/1.1\r\nhost: localhost\r\ncontent-length: {}\r\n\r\n",
                 bytes.len()
             )
             .unwrap();
@@ -334,7 +334,7 @@ fn a_compile_whose_client_went_away_is_killed() {
     let mut stream = server.http().connect();
     write!(
         stream,
-        "PUT /v1/methods/slow HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n",
+        "PUT /v1/methods/slow HTTP/1.1\r\nhost: localhost\r\ncontent-length: {}\r\n\r\n",
         slow.len()
     )
     .unwrap();

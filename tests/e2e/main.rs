@@ -3,6 +3,7 @@
 
 mod support;
 
+mod browsers;
 mod cli;
 mod client_encodings;
 mod client_sdk;
@@ -10,6 +11,7 @@ mod cluster;
 mod cluster_chaos;
 mod cluster_client;
 mod compiles;
+mod connections;
 mod embedded;
 mod examples;
 mod instantiation;
@@ -24,6 +26,7 @@ mod python_sdk;
 mod registry;
 mod requests;
 mod sandbox;
+mod secrets;
 mod tenants;
 mod tls;
 mod uploads;

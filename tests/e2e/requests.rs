@@ -126,7 +126,7 @@ fn unknown_methods_and_routes_are_not_found_in_json() {
 fn slow_headers_are_cut_off_at_the_header_timeout() {
     let server = softmax_server();
     let mut s = server.http().connect();
-    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
         .unwrap();
     let started = Instant::now();
     let mut buf = Vec::new();
@@ -150,7 +150,7 @@ fn trickle_body(http: &crate::support::Http, method: &str, path: &str) -> (Durat
     let mut s = http.connect();
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n"
     )
     .unwrap();
     let started = Instant::now();
@@ -316,7 +316,7 @@ fn hold_a_connection_slot(http: &crate::support::Http) -> std::net::TcpStream {
     loop {
         let mut stream = http.connect();
         if stream
-            .write_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
             .and_then(|()| read_head(&mut stream))
             .is_ok_and(|head| head.starts_with("HTTP/1.1 200"))
         {

@@ -404,7 +404,7 @@ fn clients_that_disconnect_mid_call_leave_no_busy_slot_behind() {
                     let mut s = http.connect();
                     write!(
                         s,
-                        "POST /v1/methods/spin/call HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+                        "POST /v1/methods/spin/call HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n{body}",
                         body.len()
                     )
                     .unwrap();

@@ -392,3 +392,40 @@ async fn the_embedded_server_serves_tls_from_the_same_settings() {
     assert_eq!(out[0].to_vec::<i32>().unwrap(), vec![9]);
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_client_that_says_nothing_after_the_handshake_is_disconnected_after_the_header_timeout() {
+    use rustls::pki_types::pem::PemObject as _;
+    use tokio::io::AsyncReadExt as _;
+
+    let pki = Pki::new();
+    let server = pki.start(&["--header-timeout-s", "1"]);
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&pki.ca_pem()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let mut config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    // As an h2 client would, whose first bytes (the preface) never come.
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let started = Instant::now();
+    let tcp = tokio::net::TcpStream::connect(host_port(&server.url))
+        .await
+        .unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut silent = connector.connect(name, tcp).await.expect("the handshake");
+    let mut buf = [0u8; 64];
+    let read = tokio::time::timeout(Duration::from_secs(30), silent.read(&mut buf))
+        .await
+        .expect("the server hung up within 30 s");
+    let took = started.elapsed();
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    assert!(took >= Duration::from_millis(900), "{took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}

@@ -74,7 +74,7 @@ fn a_body_over_the_limit_is_refused_with_413_with_or_without_content_length() {
     let mut s = http.connect();
     write!(
         s,
-        "PUT /v1/methods/big HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 10000000000\r\n\r\n"
+        "PUT /v1/methods/big HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: 10000000000\r\n\r\n"
     )
     .unwrap();
     let r = read_response(&mut s).unwrap();
@@ -85,7 +85,7 @@ fn a_body_over_the_limit_is_refused_with_413_with_or_without_content_length() {
     let mut s = http.connect();
     write!(
         s,
-        "PUT /v1/methods/big HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "PUT /v1/methods/big HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
     )
     .unwrap();
     let chunk = vec![0u8; 64 * 1024];

@@ -1,10 +1,14 @@
 //! Accepting connections: HTTP/1.1 and HTTP/2 on one port (h2c prior knowledge, or h2 and
-//! HTTP/1.1 over TLS by ALPN when a certificate is given), header read timeout, and graceful
-//! shutdown that drains in-flight requests.
+//! HTTP/1.1 over TLS by ALPN when a certificate is given), caps on open connections (in all and
+//! per peer), header read timeout, idle timeout, and graceful shutdown that drains in-flight
+//! requests.
 //!
 //! Takes an already-bound listener and a shutdown future, so tests run it on port 0. The
 //! embeddable [`crate::Server`] and `wasmrpc serve` both run their app through it.
 
+mod deadline;
+mod idle;
+mod peers;
 mod threads;
 mod tidy;
 
@@ -17,7 +21,6 @@ use std::time::Duration;
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::Watcher;
 use hyper_util::service::TowerToHyperService;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -25,15 +28,26 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
+use deadline::OpeningDeadline;
+use idle::{Activity, CountRequests};
+use peers::Peers;
 use threads::ConnectionThreads;
 use tidy::TidyAfterWrites;
 
 /// How the listener treats connections.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
-    /// Time a client may take to send a request's headers (HTTP/1.1), and to finish the TLS
-    /// handshake, so a silent client cannot hold a connection.
+    /// Time a client may take to send a request's headers (HTTP/1.1), and, from when its
+    /// connection is accepted, to finish the TLS handshake and send the first bytes of HTTP
+    /// (the HTTP/2 preface or the start of a request), so a silent client cannot hold a
+    /// connection.
     pub header_read_timeout: Duration,
+    /// A connection with no request in progress for this long is closed (HTTP/2: GOAWAY, then
+    /// close); PINGs do not count (`accept/idle.rs`).
+    pub idle_timeout: Duration,
+    /// Connections open at once from one IP address; past it a new one from that address is
+    /// refused as past `max_connections` (`accept/peers.rs`).
+    pub max_connections_per_peer: usize,
     /// How long shutdown waits for in-flight requests before closing connections.
     pub drain_timeout: Duration,
     /// Serve TLS with this configuration (see `tls_config`); `None` serves cleartext.
@@ -82,9 +96,20 @@ impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
             header_read_timeout: Duration::from_secs(10),
+            // Longer than any pause between the calls of a client at work (the SDKs keep their
+            // connections between calls), short enough that a connection left open by a client
+            // that went away is soon given back; hyper's own header timeout already ends an
+            // idle HTTP/1.1 connection sooner (10 s).
+            idle_timeout: Duration::from_secs(60),
             drain_timeout: Duration::from_secs(30),
             tls: None,
             max_connections: 10_000,
+            // Half the global cap: one machine cannot fill the server, and a local benchmark or
+            // test keeps its room. Connections a client has already dropped count until the
+            // server notices: 10 000 calls hung up at once from one address
+            // (`clients_that_disconnect_mid_call_leave_no_busy_slot_behind`) held more than
+            // 1 000, and sometimes 1 500, on a loaded 2-CPU machine.
+            max_connections_per_peer: 5_000,
             connection_threads: 0,
             thread_hooks: ThreadHooks::default(),
         }
@@ -117,6 +142,19 @@ const H2_MAX_FRAME: u32 = 1 << 20;
 
 /// What a client past the connection cap reads before the server hangs up.
 const TOO_MANY_CONNECTIONS: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\nretry-after: 1\r\ncontent-length: 85\r\n\r\n{\"error\":{\"code\":\"UNAVAILABLE\",\"message\":\"the server has too many open connections\"}}";
+
+/// What a client past the per-peer cap reads before the server hangs up.
+fn too_many_from_this_peer() -> Vec<u8> {
+    let body = "{\"error\":{\"code\":\"UNAVAILABLE\",\"message\":\"this address has too many \
+                connections open to the server; close some, or raise the server's \
+                --max-connections-per-peer\"}}";
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: \
+         close\r\nretry-after: 1\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
 
 /// A TLS configuration from a PEM certificate chain (leaf first) and a PEM private key (PKCS#8,
 /// PKCS#1 or SEC1), offering h2 and HTTP/1.1 by ALPN. Uses the `ring` provider explicitly, so no
@@ -198,6 +236,7 @@ pub async fn serve_connections(
         .max_frame_size(H2_MAX_FRAME)
         .keep_alive_interval(Some(Duration::from_secs(20)));
     let connections = Arc::new(tokio::sync::Semaphore::new(options.max_connections));
+    let peers = Peers::new(options.max_connections_per_peer);
     let builder = Arc::new(builder);
     let tls = options.tls.clone().map(TlsAcceptor::from);
     // Only for cleartext: a TLS connection's protocol is known only after its handshake.
@@ -208,7 +247,9 @@ pub async fn serve_connections(
             &options.thread_hooks,
         )?)),
     };
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    // Shutdown is sent to every connection, and waited for until each has let go of its
+    // receiver (hyper-util's GracefulShutdown, but a connection may also end itself when idle).
+    let (drain, _) = tokio::sync::watch::channel(());
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
@@ -225,37 +266,38 @@ pub async fn serve_connections(
             }
         };
         let _ = stream.set_nodelay(true);
+        let accepted_at = tokio::time::Instant::now();
+        let Some(peer_slot) = peers.admit(peer.ip()) else {
+            tracing::debug!(%peer, "connection refused: at the per-peer connection cap");
+            refuse(stream, tls.is_none(), too_many_from_this_peer());
+            continue;
+        };
         let Ok(slot) = connections.clone().try_acquire_owned() else {
             tracing::debug!(%peer, "connection refused: at the connection cap");
-            let cleartext = tls.is_none();
-            tokio::spawn(async move {
-                if cleartext {
-                    use tokio::io::AsyncWriteExt as _;
-                    let mut stream = stream;
-                    let _ = tokio::time::timeout(
-                        Duration::from_secs(1),
-                        stream.write_all(TOO_MANY_CONNECTIONS),
-                    )
-                    .await;
-                }
-            });
+            refuse(stream, tls.is_none(), TOO_MANY_CONNECTIONS.to_vec());
             continue;
         };
         // Taken before the task starts, so shutdown also waits for a connection still in its
         // TLS handshake (which the header read timeout bounds).
-        let watcher = graceful.watcher();
+        let stop = drain.subscribe();
         let (builder, tls, app) = (builder.clone(), tls.clone(), app.clone());
+        let opening_deadline = accepted_at + options.header_read_timeout;
         let handshake_timeout = options.header_read_timeout;
-        let after_write = options.thread_hooks.after_write;
+        let timing = Timing {
+            opening_deadline,
+            idle_timeout: options.idle_timeout,
+            after_write: options.thread_hooks.after_write,
+        };
         let serve = move |stream: TcpStream| async move {
-            let _slot = slot;
+            let _slots = (slot, peer_slot);
             match tls {
-                None => serve_connection(&builder, stream, app, watcher, peer, after_write).await,
+                None => serve_connection(&builder, stream, app, stop, peer, timing).await,
                 Some(acceptor) => {
                     if let Some(stream) =
-                        handshake(&acceptor, stream, handshake_timeout, peer).await
+                        handshake(&acceptor, stream, opening_deadline, handshake_timeout, peer)
+                            .await
                     {
-                        serve_connection(&builder, stream, app, watcher, peer, after_write).await;
+                        serve_connection(&builder, stream, app, stop, peer, timing).await;
                     }
                 }
             }
@@ -282,14 +324,38 @@ pub async fn serve_connections(
     }
     drop(listener);
     tracing::info!("shutting down: draining in-flight requests");
+    let _ = drain.send(());
     tokio::select! {
-        () = graceful.shutdown() => tracing::info!("all connections drained"),
+        () = drain.closed() => tracing::info!("all connections drained"),
         () = tokio::time::sleep(options.drain_timeout) => {
             tracing::warn!("drain timeout passed; closing remaining connections");
         }
     }
     drop(threads);
     Ok(())
+}
+
+/// Answer a connection refused at a cap: `answer` on a cleartext port (a TLS client could not
+/// read it), then close, without holding up the accept loop.
+fn refuse(stream: TcpStream, cleartext: bool, answer: Vec<u8>) {
+    tokio::spawn(async move {
+        if cleartext {
+            use tokio::io::AsyncWriteExt as _;
+            let mut stream = stream;
+            let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&answer)).await;
+        }
+    });
+}
+
+/// The clocks of one connection.
+#[derive(Clone, Copy)]
+struct Timing {
+    /// When the TLS handshake (if any) and the first bytes of HTTP must have come.
+    opening_deadline: tokio::time::Instant,
+    /// Closed after this long without a request in progress.
+    idle_timeout: Duration,
+    /// Run after each write (`ThreadHooks::after_write`).
+    after_write: Option<fn()>,
 }
 
 /// What a cleartext connection opens with.
@@ -313,14 +379,16 @@ async fn first_bytes(stream: &TcpStream, timeout: Duration) -> FirstBytes {
     }
 }
 
-/// The server side of a TLS handshake, given at most `timeout`; `None` (logged) when it fails.
+/// The server side of a TLS handshake, done by `deadline` (`timeout` after the connection was
+/// accepted); `None` (logged) when it fails.
 async fn handshake(
     acceptor: &TlsAcceptor,
     stream: TcpStream,
+    deadline: tokio::time::Instant,
     timeout: Duration,
     peer: SocketAddr,
 ) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
-    match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
+    match tokio::time::timeout_at(deadline, acceptor.accept(stream)).await {
         Ok(Ok(stream)) => Some(stream),
         Ok(Err(e)) => {
             tracing::debug!(%peer, error = %e, "TLS handshake failed");
@@ -333,26 +401,47 @@ async fn handshake(
     }
 }
 
-/// Serve HTTP/1.1 or HTTP/2 (whichever the client speaks) on one connection until it closes or
-/// shutdown drains it.
+/// Serve HTTP/1.1 or HTTP/2 (whichever the client speaks) on one connection until it closes,
+/// it has been idle for the idle timeout, or shutdown drains it (both of those gracefully: the
+/// requests in progress finish first).
 async fn serve_connection<I>(
     builder: &auto::Builder<TokioExecutor>,
     io: I,
     app: Router,
-    watcher: Watcher,
+    mut stop: tokio::sync::watch::Receiver<()>,
     peer: SocketAddr,
-    after_write: Option<fn()>,
+    timing: Timing,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = TowerToHyperService::new(app);
+    let activity = Activity::new();
+    let service = CountRequests::new(TowerToHyperService::new(app), activity.clone());
+    let io = OpeningDeadline::new(io, timing.opening_deadline);
     let connection = builder
         .serve_connection_with_upgrades(
-            TokioIo::new(TidyAfterWrites::new(io, after_write)),
+            TokioIo::new(TidyAfterWrites::new(io, timing.after_write)),
             service,
         )
         .into_owned();
-    if let Err(e) = watcher.watch(connection).await {
+    let mut connection = std::pin::pin!(connection);
+    let mut stopping = false;
+    let ended = loop {
+        tokio::select! {
+            ended = connection.as_mut() => break ended,
+            _ = stop.changed(), if !stopping => {
+                connection.as_mut().graceful_shutdown();
+                stopping = true;
+            }
+            () = activity.idle_for(timing.idle_timeout), if !stopping => {
+                tracing::debug!(%peer, timeout = ?timing.idle_timeout, "closing an idle connection");
+                connection.as_mut().graceful_shutdown();
+                stopping = true;
+            }
+        }
+    };
+    if let Err(e) = ended {
         tracing::debug!(%peer, error = %e, "connection closed with an error");
     }
+    // Dropped only now, so shutdown waits for this connection to end.
+    drop(stop);
 }

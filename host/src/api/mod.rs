@@ -4,6 +4,7 @@
 
 mod auth;
 mod body;
+mod browsers;
 mod cluster;
 pub(crate) mod context;
 pub mod error;
@@ -34,6 +35,8 @@ use crate::tenancy::Access;
 use error::ApiError;
 use routes::Routes;
 
+pub(crate) use browsers::parse_origin;
+
 /// The header a client names itself in (shows in logs).
 pub const CLIENT_NAME_HEADER: HeaderName =
     HeaderName::from_static(wasmrpc_proto::headers::CLIENT_NAME);
@@ -46,6 +49,9 @@ pub struct HttpLimits {
     /// Time a client may take to send a request's whole body, counted from when the handler
     /// starts reading it (`body::read_limited`).
     pub body_read_timeout: Duration,
+    /// Web origins (`scheme://host[:port]`, lower case) whose pages may use the API besides the
+    /// server's own (`--allow-origin`; `api/browsers.rs`).
+    pub allowed_origins: Vec<String>,
 }
 
 impl Default for HttpLimits {
@@ -56,6 +62,7 @@ impl Default for HttpLimits {
             // fifth of that. A server with little memory should lower it.
             max_request_bytes: 256 << 20,
             body_read_timeout: Duration::from_secs(30),
+            allowed_origins: Vec::new(),
         }
     }
 }
@@ -77,6 +84,11 @@ pub fn router(state: AppState) -> Router {
         .into_router()
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
+        // In front of every route and the fallbacks, inside the v2 error shape.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            browsers::guard,
+        ))
         .layer(axum::middleware::from_fn(v2::protocol_errors))
         .layer(context::RequestContextLayer::new({
             let service = state.service.clone();

@@ -10,10 +10,17 @@ use crate::app::App;
 use crate::config::ServeSettings;
 use crate::runtime::Compiler;
 
+/// The most the NATS client may log (`crate::redact`: no credential in a log line).
+const NATS_CLIENT_LOG: &str = "async_nats=info";
+
 pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_env("WASMRPC_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
+            EnvFilter::try_from_env("WASMRPC_LOG")
+                .unwrap_or_else(|_| EnvFilter::new("info"))
+                // The NATS client's debug events print the server's URL whole, password and
+                // all (`server = ServerAddr(Url { password: Some(…) })`): never below info.
+                .add_directive(NATS_CLIENT_LOG.parse().expect("a valid directive")),
         )
         .with_writer(std::io::stderr)
         // Colours only for a person at a terminal: a log file or journal gets plain text, and

@@ -95,19 +95,7 @@ pub struct ClusterSettings {
 impl ClusterSettings {
     /// The NATS URLs as they may be shown: any user, password or token replaced by `***`.
     pub fn urls_for_display(&self) -> String {
-        self.urls
-            .split(',')
-            .map(|u| {
-                let u = u.trim();
-                match (u.find("://"), u.rfind('@')) {
-                    (Some(scheme), Some(at)) if at > scheme => {
-                        format!("{}***{}", &u[..scheme + 3], &u[at..])
-                    }
-                    _ => u.to_owned(),
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(",")
+        crate::redact::redact_urls(&self.urls)
     }
 
     /// How to connect: the worker's name, the credentials from the URLs and the CAs to trust.
