@@ -3,6 +3,7 @@
 
 mod support;
 
+mod artifacts;
 mod cli;
 mod client_encodings;
 mod client_sdk;
