@@ -182,7 +182,11 @@ impl ArtifactCache {
             }
         }
         if removed > 0 {
-            tracing::info!(removed, dir = %self.dir.display(), "swept compiled artifacts no registration uses");
+            tracing::info!(
+                removed,
+                dir = %self.dir.display(),
+                "swept compiled artifacts no registration uses"
+            );
         }
         removed
     }
