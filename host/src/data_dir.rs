@@ -1,5 +1,5 @@
 //! The data directory is the server's alone: owner-only (0700 for directories, no group or
-//! other bits on files).
+//! other bits on files) for what the server keeps there.
 //!
 //! It holds the registered components (other tenants' code), the tenant directory, and the
 //! compiled artifacts that the server loads as native code. A directory made under a lax umask,
@@ -10,9 +10,19 @@
 use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::Path;
 
+/// What the server keeps in its data directory: only these are walked, so a data directory
+/// given as a folder that holds other things too never has those changed.
+const OURS: &[&str] = &[
+    "registry.redb",
+    "blobs",
+    "artifacts",
+    "tenants.json",
+    "tenants.tmp",
+];
+
 /// Create `dir` owner-only if it is missing, and take group and other permissions off it and
-/// everything under it (symbolic links are left alone, not followed). Returns how many entries
-/// were changed.
+/// everything the server keeps in it ([`OURS`], recursively; symbolic links are left alone, not
+/// followed). Returns how many entries were changed.
 ///
 /// # Errors
 /// `dir` cannot be created, read, or changed.
@@ -21,7 +31,25 @@ pub fn make_private(dir: &Path) -> std::io::Result<usize> {
         .recursive(true)
         .mode(0o700)
         .create(dir)?;
-    restrict(dir)
+    let mut changed = restrict_one(dir)?;
+    for name in OURS {
+        match restrict(&dir.join(name)) {
+            Ok(n) => changed += n,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(changed)
+}
+
+/// Take group and other permissions off `path` alone; whether it changed.
+fn restrict_one(path: &Path) -> std::io::Result<usize> {
+    let mode = std::fs::metadata(path)?.permissions().mode();
+    if mode & 0o077 == 0 {
+        return Ok(0);
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o700))?;
+    Ok(1)
 }
 
 fn restrict(path: &Path) -> std::io::Result<usize> {
@@ -79,8 +107,16 @@ mod tests {
         ] {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(m)).unwrap();
         }
-        std::os::unix::fs::symlink("/etc/hostname", open.join("link")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", open.join("artifacts/link")).unwrap();
+        // Something of the user's own beside the server's files is left as it is.
+        std::fs::write(open.join("notes.txt"), b"x").unwrap();
+        std::fs::set_permissions(
+            open.join("notes.txt"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
         assert_eq!(make_private(&open).unwrap(), 4);
+        assert_eq!(mode(&open.join("notes.txt")), 0o644);
         assert_eq!(mode(&open), 0o700);
         assert_eq!(mode(&open.join("artifacts")), 0o700);
         assert_eq!(mode(&open.join("registry.redb")), 0o600);
