@@ -61,7 +61,8 @@ pub fn check_declared(bytes: &[u8]) -> Result<(), UploadError> {
     }
     if !exports_method {
         return Err(UploadError::WrongWorld(format!(
-            "it does not export the instance `{METHOD_INTERFACE}`"
+            "it exports no `{METHOD_INTERFACE}` instance; build it with the guest SDK \
+             (`wasmrpc build`)"
         )));
     }
     Ok(())
