@@ -34,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
     let (tokio, runtime) = setup();
     let bytes = Arc::new(data.to_vec());
     tokio.block_on(async {
-        match runtime.compile(bytes).await {
+        match runtime.compile(bytes, "fuzz").await {
             Ok(compiled) => {
                 if let Err(e) = runtime.describe(compiled).await {
                     let _ = e.code();

@@ -57,7 +57,7 @@ async fn bench_instance_per_call(
     let runtime = Runtime::new(config).expect("engine");
     // The bench is the only caller, so it needs no call slot to ask for the signatures.
     let compiled = runtime
-        .compile(Arc::new(component.to_vec()))
+        .compile(Arc::new(component.to_vec()), "bench")
         .await
         .expect("component compiles");
     let module = runtime.describe(compiled).await.expect("component loads");

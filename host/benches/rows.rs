@@ -56,7 +56,7 @@ async fn p3(no_wasi: &[u8], wasip2: &[u8]) {
     let mut modules = Vec::new();
     for bytes in [no_wasi, wasip2] {
         let compiled = runtime
-            .compile(Arc::new(bytes.to_vec()))
+            .compile(Arc::new(bytes.to_vec()), "bench")
             .await
             .expect("compiles");
         modules.push(runtime.describe(compiled).await.expect("loads"));
@@ -173,7 +173,7 @@ async fn p4(server: &Server, baseline: &str) {
         let runtime = Runtime::new(RuntimeConfig::default()).expect("engine");
         let linalg = guests::guest("example-linalg");
         let compiled = runtime
-            .compile(Arc::new(linalg.to_vec()))
+            .compile(Arc::new(linalg.to_vec()), "bench")
             .await
             .expect("compiles");
         let module = runtime.describe(compiled).await.expect("loads");

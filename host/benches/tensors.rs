@@ -141,7 +141,7 @@ fn main() {
             // The floor: the same call in process, no HTTP.
             let runtime = Runtime::new(RuntimeConfig::default()).expect("engine");
             let compiled = runtime
-                .compile(std::sync::Arc::new(component.to_vec()))
+                .compile(std::sync::Arc::new(component.to_vec()), "bench")
                 .await
                 .expect("compiles");
             let module = runtime.describe(compiled).await.expect("loads");

@@ -40,6 +40,7 @@ impl App {
     /// engine fails.
     pub fn build(config: ServerConfig) -> anyhow::Result<App> {
         App::check_listen(&config)?;
+        App::make_data_dir_private(&config)?;
         let registry = LocalRegistry::open(&config.data_dir).map_err(|e| {
             anyhow::anyhow!("opening the store in {}: {e}", config.data_dir.display())
         })?;
@@ -55,6 +56,7 @@ impl App {
     /// holds.
     pub async fn build_in_cluster(config: ServerConfig, listen: SocketAddr) -> anyhow::Result<App> {
         App::check_listen(&config)?;
+        App::make_data_dir_private(&config)?;
         let settings = config
             .cluster
             .clone()
@@ -90,6 +92,24 @@ impl App {
             .await
             .map_err(|e| anyhow::anyhow!("serving calls from the cluster: {e}"))?;
         Ok(app)
+    }
+
+    /// The data directory owner-only, before anything is stored in it (`data_dir.rs`).
+    fn make_data_dir_private(config: &ServerConfig) -> anyhow::Result<()> {
+        let changed = crate::data_dir::make_private(&config.data_dir).map_err(|e| {
+            anyhow::anyhow!(
+                "making the data directory {} owner-only: {e}",
+                config.data_dir.display()
+            )
+        })?;
+        if changed > 0 {
+            tracing::warn!(
+                dir = %config.data_dir.display(),
+                changed,
+                "the data directory was readable by other users: made it owner-only (0700/0600)"
+            );
+        }
+        Ok(())
     }
 
     fn check_listen(config: &ServerConfig) -> anyhow::Result<()> {
@@ -144,6 +164,9 @@ impl App {
             runtime_config.artifact_cache = Some(config.data_dir.join("artifacts"));
         }
         let runtime = Runtime::new(runtime_config)?;
+        // What the store, the tenant directory and the runtime just created there (the
+        // database file follows the umask) is owner-only too.
+        crate::data_dir::make_private(&config.data_dir)?;
         let mut service = Service::new(
             Arc::new(runtime),
             registry,

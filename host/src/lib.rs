@@ -19,6 +19,7 @@ mod api;
 mod app;
 mod cluster;
 mod config;
+mod data_dir;
 mod error;
 mod execute;
 mod log_format;

@@ -21,7 +21,7 @@ fn rss(pid: u32) -> u64 {
 }
 
 /// Processes whose parent is `pid`: the server's compile children.
-fn children(pid: u32) -> Vec<u32> {
+pub(crate) fn children(pid: u32) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("listing /proc").flatten() {
         let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
@@ -59,10 +59,26 @@ fn children_after_settling(pid: u32) -> Vec<u32> {
 /// `functions` functions of `blocks` blocks each, every block adding two of `locals` i64 locals
 /// and branching on the sum: work for Cranelift's register allocator, in time and memory. It
 /// stays under the static limits checked before compiling (`MAX_FUNCTION_BODY_BYTES`,
-/// `MAX_LOCALS_PER_FUNCTION`) so that the compiler does see it. It exports nothing, so it would
-/// be refused after compiling anyway.
+/// `MAX_LOCALS_PER_FUNCTION`) so that the compiler does see it. It exports an empty method
+/// interface, which passes the checks made before compiling but not the type check after: it is
+/// refused after compiling anyway.
 pub(crate) fn hard_to_compile(functions: usize, locals: usize, blocks: usize) -> Vec<u8> {
-    let mut text = String::from("(component (core module");
+    hard_to_compile_declaring(functions, locals, blocks, "")
+}
+
+/// The method interface's name exported as an empty instance: enough for the checks made
+/// before compiling (`runtime/declared.rs`), refused after.
+pub(crate) const EMPTY_METHOD_EXPORT: &str =
+    r#"(instance $method) (export "wasmrpc:tensor/method@0.1.0" (instance $method))"#;
+
+/// [`hard_to_compile`] with `declarations` (imports, say) at the start of the component.
+pub(crate) fn hard_to_compile_declaring(
+    functions: usize,
+    locals: usize,
+    blocks: usize,
+    declarations: &str,
+) -> Vec<u8> {
+    let mut text = format!("(component {declarations} (core module");
     for f in 0..functions {
         text.push_str("(func (result i64) (local");
         text.push_str(&" i64".repeat(locals));
@@ -84,7 +100,7 @@ pub(crate) fn hard_to_compile(functions: usize, locals: usize, blocks: usize) ->
         }
         text.push(')');
     }
-    text.push_str("))");
+    text.push_str(&format!(") {EMPTY_METHOD_EXPORT})"));
     wat::parse_str(&text).expect("the component is valid text")
 }
 
@@ -204,7 +220,7 @@ fn compile_memory_is_given_back_and_a_registered_component_costs_little() {
             "(func (export \"f{i}\") (result i32) (i32.const {i}))"
         ));
     }
-    text.push_str("))");
+    text.push_str(&format!(") {EMPTY_METHOD_EXPORT})"));
     let many = wat::parse_str(&text).unwrap();
     let before = rss(server.pid());
     let r = http.put("/v1/methods/many", &many);

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod artifacts;
 mod browsers;
 mod cli;
 mod client_encodings;

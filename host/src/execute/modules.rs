@@ -12,7 +12,7 @@ use wasmrpc_proto::Code;
 use crate::admission::{AdmissionError, LocalSlots, TenantShare};
 use crate::error::ServiceError;
 use crate::registry::{Digest, Registry, RegistryError};
-use crate::runtime::{Module, Runtime, UploadError};
+use crate::runtime::{Module, NewArtifact, Runtime, UploadError};
 use crate::tenancy::TenantId;
 
 /// A compiled component, or why it cannot be run.
@@ -53,8 +53,9 @@ impl ModuleCache {
         }
     }
 
-    /// Validate, compile and describe component bytes (an upload, or a stored blob), asking for
-    /// the signatures in one of `tenant`'s call slots.
+    /// Validate, compile and describe component bytes (an upload, or a stored blob) for
+    /// `tenant`, asking for the signatures in one of its call slots. The artifact of a fresh
+    /// compile comes back unstored: [`ModuleCache::keep`] it once the registration is committed.
     ///
     /// # Errors
     /// Why the component was refused, or [`UploadError::Busy`] when no call slot came free to
@@ -63,8 +64,9 @@ impl ModuleCache {
         &self,
         bytes: Arc<Vec<u8>>,
         tenant: &TenantId,
-    ) -> Result<Arc<Module>, UploadError> {
-        let compiled = self.runtime.compile(bytes).await?;
+    ) -> Result<(Arc<Module>, Option<NewArtifact>), UploadError> {
+        let mut compiled = self.runtime.compile(bytes, tenant.as_str()).await?;
+        let artifact = compiled.take_artifact();
         let config = self.runtime.config();
         let wait = config.signatures_deadline;
         // Asking for signatures is one short call; the server's own limits bound it.
@@ -93,7 +95,31 @@ impl ModuleCache {
                 };
                 UploadError::Busy { code, reason }
             })?;
-        self.runtime.describe(compiled).await
+        Ok((self.runtime.describe(compiled).await?, artifact))
+    }
+
+    /// Store the artifact of a component whose registration was committed.
+    pub fn keep(&self, artifact: Option<NewArtifact>) {
+        if let Some(artifact) = artifact {
+            self.runtime.keep_artifact(artifact);
+        }
+    }
+
+    /// Delete `tenant`'s stored artifact of `digest`: none of its registrations uses it now.
+    pub fn forget_artifact(&self, tenant: &TenantId, digest: &Digest) {
+        self.runtime.forget_artifact(tenant.as_str(), digest.0);
+    }
+
+    /// Delete the stored artifacts no registration uses (each registration's tenant's artifact
+    /// of its component is kept); how many were deleted.
+    pub fn sweep_artifacts(&self) -> usize {
+        self.runtime.sweep_artifacts(|| {
+            self.registry
+                .all()
+                .iter()
+                .map(|r| (r.tenant.as_str().to_owned(), r.digest.0))
+                .collect()
+        })
     }
 
     /// Remember a freshly loaded component.
@@ -101,10 +127,10 @@ impl ModuleCache {
         self.write().insert(digest, Slot::Ready(module));
     }
 
-    /// Forget a component nothing refers to any more, and its compiled artifact on disk.
+    /// Forget a component nothing refers to any more (its artifacts on disk go with the next
+    /// [`ModuleCache::sweep_artifacts`]).
     pub fn forget(&self, digest: &Digest) {
         self.write().remove(digest);
-        self.runtime.forget_artifact(&digest.0);
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Digest, Slot>> {
@@ -155,7 +181,11 @@ impl ModuleCache {
     ) -> Result<Arc<Module>, ServiceError> {
         let slot = match self.registry.blob(*digest).await {
             Ok(bytes) => match self.load(Arc::new(bytes), tenant).await {
-                Ok(m) => Slot::Ready(m),
+                // Stored bytes are registered: their artifact serves that registration.
+                Ok((m, artifact)) => {
+                    self.keep(artifact);
+                    Slot::Ready(m)
+                }
                 // The stored component itself is refused: that will not change until it is
                 // registered again, so remember it.
                 Err(e) if e.is_the_components_fault() => {

@@ -9,6 +9,10 @@
 //! checks, which the server loads with `Component::deserialize`; tenants can never upload an
 //! artifact themselves (`validate::check_bytes` refuses `.cwasm`).
 //!
+//! The child gets an empty environment but for its allocator's setting
+//! ([`crate::allocator::CONFINED_CHILD_ENV`]): the server's own, which may hold the cluster's
+//! credentials (`WASMRPC_CLUSTER`) or keys, is none of its business.
+//!
 //! An embedding program that is not the `wasmrpc` binary compiles in-process unless it names a
 //! `wasmrpc` binary to use ([`Compiler::ChildProcess`]).
 
@@ -88,6 +92,9 @@ pub async fn compile_in_child(
 ) -> Result<Vec<u8>, UploadError> {
     let child = tokio::process::Command::new(program)
         .args(child_args(config))
+        // Nothing of the server's environment (cluster credentials, keys, proxies): the child
+        // compiles bytes from a stranger and needs only its allocator's setting.
+        .env_clear()
         .envs(crate::allocator::CONFINED_CHILD_ENV)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -8,11 +8,17 @@
 //! finishing them) instead of adding more background work. On Linux an abandoned compile's
 //! thread also drops to the lowest scheduling priority (nice 19), so it only gets CPU time the
 //! server's calls and live compiles leave over.
+//!
+//! Slots are shared fairly between tenants: a tenant holds at most one slot while another
+//! tenant waits, and waiting tenants are served in turn (round-robin), not first come first
+//! served across all, so one tenant's burst of uploads cannot hold every slot while another's
+//! single upload waits behind all of it. A tenant alone may use every slot.
 
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, oneshot};
 
 /// Compiles some upload or load is waiting for; more wait for a slot. Compiling is CPU-bound,
 /// so this bounds how much of the machine uploads can take from calls.
@@ -25,10 +31,113 @@ pub const ABANDONED_COMPILES_MAX: usize = 2;
 /// Compile slots and compile threads.
 #[derive(Debug)]
 pub struct CompileGate {
-    slots: Arc<Semaphore>,
+    slots: Arc<Mutex<Slots>>,
     threads: Arc<Semaphore>,
     slots_total: usize,
     threads_total: usize,
+}
+
+/// Who holds the compile slots and who waits for one.
+#[derive(Debug, Default)]
+struct Slots {
+    free: usize,
+    /// Slots held, by tenant.
+    held: HashMap<String, usize>,
+    /// Tenants with waiting compiles, in the order they are served next.
+    turn: VecDeque<String>,
+    /// Each tenant's waiting compiles, first come first served within the tenant.
+    waiting: HashMap<String, VecDeque<oneshot::Sender<SlotGuard>>>,
+}
+
+impl Slots {
+    /// Whether a tenant other than `owner` has a compile waiting.
+    fn others_wait(&self, owner: &str) -> bool {
+        self.turn.iter().any(|t| t != owner)
+    }
+
+    /// Forget waiters that stopped waiting (their upload went away), and tenants left with none.
+    fn prune(&mut self) {
+        let waiting = &mut self.waiting;
+        self.turn.retain(|tenant| {
+            let Some(queue) = waiting.get_mut(tenant) else {
+                return false;
+            };
+            queue.retain(|tx| !tx.is_closed());
+            if queue.is_empty() {
+                waiting.remove(tenant);
+                return false;
+            }
+            true
+        });
+    }
+}
+
+/// A held compile slot: given back, and handed to the next waiting compile, when dropped.
+#[derive(Debug)]
+pub struct SlotGuard {
+    /// `None` once given back (or never really handed out).
+    slots: Option<Arc<Mutex<Slots>>>,
+    owner: String,
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        if let Some(slots) = self.slots.take() {
+            let mut state = lock(&slots);
+            if let Some(held) = state.held.get_mut(&self.owner) {
+                *held -= 1;
+                if *held == 0 {
+                    state.held.remove(&self.owner);
+                }
+            }
+            state.free += 1;
+            dispatch(&slots, &mut state);
+        }
+    }
+}
+
+fn lock(slots: &Mutex<Slots>) -> MutexGuard<'_, Slots> {
+    slots.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Hand free slots to waiting compiles: the first tenant in turn that may take one (it holds
+/// none, or nobody else waits), which then goes to the back of the turn.
+fn dispatch(slots: &Arc<Mutex<Slots>>, state: &mut Slots) {
+    while state.free > 0 {
+        state.prune();
+        let Some(at) = (0..state.turn.len()).find(|&i| {
+            let tenant = &state.turn[i];
+            state.held.get(tenant).copied().unwrap_or(0) == 0 || !state.others_wait(tenant)
+        }) else {
+            return;
+        };
+        let tenant = state.turn.remove(at).expect("found just now");
+        let queue = state.waiting.get_mut(&tenant).expect("pruned: it waits");
+        let tx = queue.pop_front().expect("pruned: not empty");
+        if queue.is_empty() {
+            state.waiting.remove(&tenant);
+        } else {
+            state.turn.push_back(tenant.clone());
+        }
+        state.free -= 1;
+        *state.held.entry(tenant.clone()).or_default() += 1;
+        let guard = SlotGuard {
+            slots: Some(slots.clone()),
+            owner: tenant.clone(),
+        };
+        if let Err(mut guard) = tx.send(guard) {
+            // It stopped waiting since the prune: take the slot back without dropping the guard
+            // here, under the lock its drop would take.
+            guard.slots = None;
+            state.free += 1;
+            if let Some(held) = state.held.get_mut(&tenant) {
+                *held -= 1;
+                if *held == 0 {
+                    state.held.remove(&tenant);
+                }
+            }
+        }
+    }
 }
 
 /// The right to compile one component.
@@ -36,7 +145,7 @@ pub struct CompileGate {
 pub struct CompilePermit {
     /// Held by whoever waits for the result: dropped when it stops waiting (the compile ended,
     /// timed out, or the upload was cancelled), which lets the next compile start.
-    pub slot: OwnedSemaphorePermit,
+    pub slot: SlotGuard,
     /// Held by the compile itself until it really ends, however long after its timeout.
     pub thread: OwnedSemaphorePermit,
 }
@@ -57,25 +166,40 @@ impl CompileGate {
     /// `slots` compiles at once, and `slots + abandoned_max` compile threads in all.
     pub fn new(slots: usize, abandoned_max: usize) -> Self {
         CompileGate {
-            slots: Arc::new(Semaphore::new(slots)),
+            slots: Arc::new(Mutex::new(Slots {
+                free: slots,
+                ..Slots::default()
+            })),
             threads: Arc::new(Semaphore::new(slots + abandoned_max)),
             slots_total: slots,
             threads_total: slots + abandoned_max,
         }
     }
 
-    /// Wait for a compile slot (without a time limit), then take a thread permit.
+    /// Wait for a compile slot for tenant `owner` (without a time limit, in its turn among the
+    /// tenants waiting), then take a thread permit.
     ///
     /// # Errors
     /// [`GateError::Busy`] at once when abandoned compiles hold every thread permit left;
     /// [`GateError::Closed`] when the runtime is shutting down.
-    pub async fn enter(&self) -> Result<CompilePermit, GateError> {
-        let slot = self
-            .slots
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| GateError::Closed)?;
+    pub async fn enter(&self, owner: &str) -> Result<CompilePermit, GateError> {
+        let granted = {
+            let mut state = lock(&self.slots);
+            let (tx, rx) = oneshot::channel();
+            state
+                .waiting
+                .entry(owner.to_owned())
+                .or_default()
+                .push_back(tx);
+            if !state.turn.iter().any(|t| t == owner) {
+                state.turn.push_back(owner.to_owned());
+            }
+            dispatch(&self.slots, &mut state);
+            rx
+        };
+        // An upload that goes away drops `granted`; a slot sent to it meanwhile is dropped with
+        // it, which hands the slot on.
+        let slot = granted.await.map_err(|_| GateError::Closed)?;
         // Waiting here would queue behind compiles nobody waits for; refusing tells the client
         // to come back when they have finished.
         let thread = match self.threads.clone().try_acquire_owned() {
@@ -95,7 +219,7 @@ impl CompileGate {
     /// Compiles still running that nobody waits for: thread permits held beyond the slots held.
     pub fn abandoned(&self) -> usize {
         let threads_held = self.threads_total - self.threads.available_permits();
-        let slots_held = self.slots_total - self.slots.available_permits();
+        let slots_held = self.slots_total - lock(&self.slots).free;
         threads_held.saturating_sub(slots_held)
     }
 }
@@ -179,7 +303,7 @@ mod tests {
     const AT_ONCE: Duration = Duration::from_secs(5);
 
     async fn enter_now(gate: &CompileGate) -> Result<CompilePermit, GateError> {
-        tokio::time::timeout(AT_ONCE, gate.enter())
+        tokio::time::timeout(AT_ONCE, gate.enter("t"))
             .await
             .expect("enter does not wait while a slot is free")
     }
@@ -204,7 +328,7 @@ mod tests {
         let gate = CompileGate::new(1, 1);
         let first = enter_now(&gate).await.unwrap();
         assert!(
-            tokio::time::timeout(Duration::from_millis(50), gate.enter())
+            tokio::time::timeout(Duration::from_millis(50), gate.enter("t"))
                 .await
                 .is_err(),
             "a second compile waits while the only slot compiles"
@@ -254,6 +378,71 @@ mod tests {
             finish_tx.send(()).unwrap();
             thread.join().unwrap();
         }
+    }
+
+    /// Compiles holding or waiting for a slot (test only).
+    fn waiting(gate: &CompileGate) -> usize {
+        let mut state = lock(&gate.slots);
+        state.prune();
+        let held: usize = state.held.values().sum();
+        held + state.waiting.values().map(VecDeque::len).sum::<usize>()
+    }
+
+    /// Start a compile of `owner`, returning once it holds a slot or waits for one: it reports its
+    /// `name` on `granted` when it gets one and holds it until `release` gets its name.
+    async fn queue(
+        gate: &Arc<CompileGate>,
+        owner: &'static str,
+        name: &'static str,
+        granted: &tokio::sync::mpsc::UnboundedSender<&'static str>,
+        release: &tokio::sync::broadcast::Sender<&'static str>,
+    ) {
+        let before = waiting(gate);
+        let (gate2, granted, mut release) = (gate.clone(), granted.clone(), release.subscribe());
+        tokio::spawn(async move {
+            let permit = gate2.enter(owner).await.unwrap();
+            granted.send(name).unwrap();
+            while release.recv().await.unwrap() != name {}
+            drop(permit);
+        });
+        while waiting(gate) == before {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_tenant_alone_may_use_every_slot() {
+        let gate = CompileGate::new(2, 2);
+        let (a, b) = (
+            enter_now(&gate).await.unwrap(),
+            enter_now(&gate).await.unwrap(),
+        );
+        drop((a, b));
+    }
+
+    #[tokio::test]
+    async fn a_tenant_holds_one_slot_while_another_waits_and_tenants_take_turns() {
+        let gate = Arc::new(CompileGate::new(2, 10));
+        let (granted_tx, mut granted) = tokio::sync::mpsc::unbounded_channel();
+        let (release, _) = tokio::sync::broadcast::channel(16);
+        // Tenant a's burst takes both slots (nobody else waits) and queues three more; then b
+        // and c queue one each, behind all of a's.
+        for name in ["a1", "a2", "a3", "a4", "a5"] {
+            queue(&gate, "a", name, &granted_tx, &release).await;
+        }
+        assert_eq!(granted.recv().await, Some("a1"));
+        assert_eq!(granted.recv().await, Some("a2"));
+        queue(&gate, "b", "b1", &granted_tx, &release).await;
+        queue(&gate, "c", "c1", &granted_tx, &release).await;
+        // Each freed slot goes to the next tenant in turn, not to the oldest waiter: a, which
+        // already holds a slot, waits while others do (first come first served across all
+        // would give a3, a4, a5 before b1).
+        let mut order = Vec::new();
+        for finished in ["a1", "a2", "b1", "c1", "a3"] {
+            release.send(finished).unwrap();
+            order.push(granted.recv().await.unwrap());
+        }
+        assert_eq!(order, ["b1", "a3", "c1", "a4", "a5"]);
     }
 
     #[tokio::test]

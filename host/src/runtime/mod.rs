@@ -15,6 +15,7 @@ pub mod compiler;
 mod compiles;
 pub mod config;
 mod convert;
+mod declared;
 mod epoch;
 pub mod failure;
 pub mod guest_log;
@@ -41,7 +42,7 @@ pub use failure::GuestFailure;
 pub use lifted::MalformedValue;
 pub use validate::UploadError;
 
-use artifacts::ArtifactCache;
+use artifacts::{ArtifactCache, ArtifactKey};
 use bindings::TensorFunctionPre;
 use compiles::{ABANDONED_COMPILES_MAX, COMPILES_AT_ONCE, CompileGate, CompilePermit, GateError};
 use epoch::EpochTicker;
@@ -53,6 +54,30 @@ use sandbox::{CallState, DeadlinePassed, StoreLimits};
 pub struct Compiled {
     pre: TensorFunctionPre<CallState>,
     size: usize,
+    /// The artifact of a fresh compile, to be stored once its registration succeeds.
+    artifact: Option<NewArtifact>,
+}
+
+impl Compiled {
+    /// The artifact of a fresh compile (none when it came from the cache, or there is no
+    /// cache): for [`Runtime::keep_artifact`] once the registration it serves is committed.
+    pub fn take_artifact(&mut self) -> Option<NewArtifact> {
+        self.artifact.take()
+    }
+}
+
+/// A compiled artifact not stored yet: only a registration that succeeded keeps one on disk.
+pub struct NewArtifact {
+    key: ArtifactKey,
+    bytes: Vec<u8>,
+}
+
+impl std::fmt::Debug for NewArtifact {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewArtifact")
+            .field("bytes", &self.bytes.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for Compiled {
@@ -74,6 +99,15 @@ pub struct Module {
     size: usize,
     /// Failed attempts to make its instances ahead (`runtime/ahead.rs`).
     ahead_failures: Arc<AtomicU32>,
+}
+
+/// Compiles started in this process (loads from the artifact cache are not compiles): whether a
+/// compile was skipped is observable in `/metrics` (`wasmrpc_compiles_total`).
+static COMPILES_STARTED: AtomicU64 = AtomicU64::new(0);
+
+/// Compiles started in this process.
+pub fn compiles_started() -> u64 {
+    COMPILES_STARTED.load(Ordering::Relaxed)
 }
 
 /// The next [`Module`]'s id (0 is no module).
@@ -171,41 +205,44 @@ impl Runtime {
         &self.config
     }
 
-    /// Validate and compile an uploaded component; no guest code runs yet.
+    /// Validate and compile a component `owner` (a tenant) uploaded or registered; no guest
+    /// code runs yet. The compile is skipped only for an artifact of `owner`'s own: another
+    /// tenant's identical bytes compile again, so the time taken tells nobody what others
+    /// uploaded.
     ///
     /// # Errors
     /// [`UploadError`] saying what is wrong: not wasm, a core module, a precompiled artifact, a
-    /// forbidden import (named), the wrong world, a compile past its time limit, or too many
-    /// abandoned compiles still running ([`UploadError::CompilesBusy`]).
-    pub async fn compile(&self, bytes: Arc<Vec<u8>>) -> Result<Compiled, UploadError> {
+    /// forbidden import (named) or the wrong world (both before compiling), a compile past its
+    /// time limit, or too many abandoned compiles still running ([`UploadError::CompilesBusy`]).
+    pub async fn compile(&self, bytes: Arc<Vec<u8>>, owner: &str) -> Result<Compiled, UploadError> {
         validate::check_bytes(&bytes, self.config.max_component_bytes)?;
         validate::check_static_limits(&bytes, self.config.memory_per_call)?;
-        let cached = self
-            .artifacts
-            .as_ref()
-            .map(|cache| (cache, ArtifactCache::digest(&bytes)));
-        if let Some((cache, source)) = &cached
-            && let Some(artifact) = cache.get(source)
+        declared::check_declared(&bytes)?;
+        let cached = self.artifacts.as_ref().map(|cache| {
+            (
+                cache,
+                ArtifactKey::new(owner, ArtifactCache::digest(&bytes)),
+            )
+        });
+        if let Some((cache, key)) = &cached
+            && let Some(artifact) = cache.get(key)
         {
             match self.deserialize(&artifact) {
-                Ok(component) => return self.prepare(&component, bytes.len()),
+                Ok(component) => return self.prepare(&component, bytes.len(), None),
                 // Made by another build of the same settings, say: compile it again below.
-                Err(_) => cache.remove(source),
+                Err(_) => cache.remove(key),
             }
         }
-        let permit = self.compiles.enter().await.map_err(|e| match e {
+        let permit = self.compiles.enter(owner).await.map_err(|e| match e {
             GateError::Closed => UploadError::Internal("runtime is shutting down".into()),
             GateError::Busy { abandoned } => UploadError::CompilesBusy { abandoned },
         })?;
-        let component = match &self.config.compiler {
+        COMPILES_STARTED.fetch_add(1, Ordering::Relaxed);
+        let (component, artifact) = match &self.config.compiler {
             Compiler::InProcess => {
                 let component = self.compile_in_process(bytes.clone(), permit).await?;
-                if let Some((cache, source)) = &cached
-                    && let Ok(artifact) = component.serialize()
-                {
-                    cache.put(source, &artifact);
-                }
-                component
+                let artifact = cached.as_ref().and_then(|_| component.serialize().ok());
+                (component, artifact)
             }
             Compiler::ChildProcess { program } => {
                 let artifact = compiler::compile_in_child(program, &self.config, &bytes).await;
@@ -213,13 +250,41 @@ impl Runtime {
                 drop(permit);
                 let artifact = artifact?;
                 let component = self.deserialize(&artifact)?;
-                if let Some((cache, source)) = &cached {
-                    cache.put(source, &artifact);
-                }
-                component
+                (component, cached.is_some().then_some(artifact))
             }
         };
-        self.prepare(&component, bytes.len())
+        let artifact = cached
+            .zip(artifact)
+            .map(|((_, key), bytes)| NewArtifact { key, bytes });
+        self.prepare(&component, bytes.len(), artifact)
+    }
+
+    /// Store the artifact of a fresh compile whose registration has been committed.
+    pub fn keep_artifact(&self, artifact: NewArtifact) {
+        if let Some(cache) = &self.artifacts {
+            cache.put(&artifact.key, &artifact.bytes);
+        }
+    }
+
+    /// Delete `owner`'s stored artifact of the component whose sha256 is `source`.
+    pub fn forget_artifact(&self, owner: &str, source: [u8; 32]) {
+        if let Some(cache) = &self.artifacts {
+            cache.remove(&ArtifactKey::new(owner, source));
+        }
+    }
+
+    /// Delete every stored artifact but those of `used`, the (owner, component sha256) pairs of
+    /// the registrations that exist. `used` is called while no artifact is being written.
+    pub fn sweep_artifacts(&self, used: impl FnOnce() -> Vec<(String, [u8; 32])>) -> usize {
+        let Some(cache) = &self.artifacts else {
+            return 0;
+        };
+        cache.sweep(|| {
+            used()
+                .into_iter()
+                .map(|(owner, source)| ArtifactKey::new(&owner, source))
+                .collect()
+        })
     }
 
     /// Load an artifact of this server's own compiler: from the `__compile` child, or from the
@@ -244,7 +309,12 @@ impl Runtime {
     }
 
     /// The last checks of a compiled component (its imports, its world), ready to instantiate.
-    fn prepare(&self, component: &Component, size: usize) -> Result<Compiled, UploadError> {
+    fn prepare(
+        &self,
+        component: &Component,
+        size: usize,
+        artifact: Option<NewArtifact>,
+    ) -> Result<Compiled, UploadError> {
         validate::check_imports(component, &self.engine)?;
         let instance_pre = self
             .linker
@@ -252,14 +322,11 @@ impl Runtime {
             .map_err(|e| UploadError::Invalid(format!("{e:#}")))?;
         let pre = TensorFunctionPre::new(instance_pre)
             .map_err(|e| UploadError::WrongWorld(format!("{e:#}")))?;
-        Ok(Compiled { pre, size })
-    }
-
-    /// Delete the compiled artifact of a component nothing refers to any more.
-    pub fn forget_artifact(&self, source: &artifacts::SourceDigest) {
-        if let Some(cache) = &self.artifacts {
-            cache.remove(source);
-        }
+        Ok(Compiled {
+            pre,
+            size,
+            artifact,
+        })
     }
 
     /// Compile on a thread of this process. It cannot be stopped: past its timeout the upload

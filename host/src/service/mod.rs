@@ -267,6 +267,9 @@ impl Service {
                 tracing::warn!(%digest, error = %e, "stored component is unavailable");
             }
         }
+        // Artifacts of registrations deleted while the server was down, of refused uploads of
+        // older versions, of other engine settings.
+        self.modules.sweep_artifacts();
         self.ready.store(true, Ordering::Release);
         tracing::info!(
             registrations = all.len(),
@@ -310,8 +313,8 @@ impl Service {
         // through the whole load, which repairs it.
         let digest = Digest::of(&component);
         let known = self.registry.tenant_uses(tenant, &digest);
-        let module = match self.modules.ready(&digest).filter(|_| known) {
-            Some(module) => module,
+        let (module, artifact) = match self.modules.ready(&digest).filter(|_| known) {
+            Some(module) => (module, None),
             None => self.modules.load(component.clone(), tenant).await?,
         };
         let signature = choose_export(&module, name, export)?.clone();
@@ -326,6 +329,8 @@ impl Service {
             },
         };
         let registration = self.registry.register(new, component).await?;
+        // Only now: a refused upload leaves no artifact behind.
+        self.modules.keep(artifact);
         self.modules.insert(registration.digest, module);
         self.metrics.record_registration(tenant.as_str());
         tracing::info!(
@@ -404,6 +409,9 @@ impl Service {
         for r in &removed {
             if !self.registry.uses(&r.digest) {
                 self.modules.forget(&r.digest);
+            }
+            if !self.registry.tenant_uses(tenant, &r.digest) {
+                self.modules.forget_artifact(tenant, &r.digest);
             }
         }
         tracing::info!(target: "audit", %tenant, name, versions = removed.len(), "deleted");
