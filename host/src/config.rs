@@ -142,6 +142,12 @@ pub struct ServeSettings {
     /// that requires TLS); without it, the system's roots.
     #[arg(long, env = "WASMRPC_CLUSTER_CA")]
     pub cluster_ca: Option<PathBuf>,
+    /// A file holding the cluster's secret (at least 16 bytes, the same on every worker): the
+    /// workers sign every call, reply and shared entry with it and refuse what is not signed
+    /// (docs/cluster.md, "Trust"). The variable WASMRPC_CLUSTER_SECRET may hold the secret
+    /// itself instead. Needed unless NATS is on this machine.
+    #[arg(long, env = "WASMRPC_CLUSTER_SECRET_FILE")]
+    pub cluster_secret_file: Option<PathBuf>,
 }
 
 macro_rules! merge_fields {
@@ -190,7 +196,8 @@ impl ServeSettings {
             rank,
             advertise,
             cluster_replicas,
-            cluster_ca
+            cluster_ca,
+            cluster_secret_file
         );
         self
     }
@@ -332,6 +339,7 @@ impl ServeSettings {
                 advertise: self.advertise.clone(),
                 replicas: self.cluster_replicas.unwrap_or(1).clamp(1, 5),
                 ca: self.cluster_ca.clone(),
+                secret: cluster_secret(self.cluster_secret_file.as_deref())?,
             }),
             (Some(_), None) => anyhow::bail!(
                 "--cluster needs --name: every worker of a cluster has a unique name \
@@ -359,6 +367,32 @@ impl ServeSettings {
             open_defaults,
             server_limits,
         })
+    }
+}
+
+/// The cluster's secret: from `--cluster-secret-file`, else from `WASMRPC_CLUSTER_SECRET` (read
+/// here, not by clap, so the value is in no `--help` and no command line), else none.
+fn cluster_secret(
+    file: Option<&std::path::Path>,
+) -> anyhow::Result<Option<crate::cluster::trust::ClusterSecret>> {
+    use crate::cluster::trust::ClusterSecret;
+    if let Some(file) = file {
+        let text = std::fs::read_to_string(file).map_err(|e| {
+            anyhow::anyhow!(
+                "--cluster-secret-file {}: cannot read it: {e}",
+                file.display()
+            )
+        })?;
+        let from = format!("--cluster-secret-file {}", file.display());
+        return ClusterSecret::new(&text, &from)
+            .map(Some)
+            .map_err(anyhow::Error::msg);
+    }
+    match std::env::var("WASMRPC_CLUSTER_SECRET") {
+        Ok(text) => ClusterSecret::new(&text, "WASMRPC_CLUSTER_SECRET")
+            .map(Some)
+            .map_err(anyhow::Error::msg),
+        Err(_) => Ok(None),
     }
 }
 

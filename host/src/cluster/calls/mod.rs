@@ -29,6 +29,7 @@ use wasmrpc_proto::{Code, Tensor};
 
 use super::ClusterError;
 use super::members::{Members, subject_token};
+use super::trust::Trust;
 use crate::admission::{CallLimits, TenantShare};
 use crate::error::ServiceError;
 use crate::execute::{Call, Executed, Executor, LocalExecutor, Placement};
@@ -46,6 +47,9 @@ const LIVENESS_CHECK: Duration = Duration::from_millis(200);
 /// leaves gracefully sends its last answers just before its member entry is deleted, and the
 /// caller may see the deletion first.
 const LEAVING_ANSWER_GRACE: Duration = Duration::from_secs(1);
+/// How long a caller waits for a trusted reply once one it cannot trust came (another worker's
+/// secret differs, or a forged reply raced the real one).
+const UNTRUSTED_REPLY_GRACE: Duration = Duration::from_secs(2);
 /// How long leaving waits for one NATS operation (NATS may be down).
 pub const NATS_STEP: Duration = Duration::from_secs(2);
 /// Calls served at once for other workers (a bound on tasks; admission bounds the running).
@@ -153,6 +157,8 @@ pub struct Calls {
     serving: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Set when another worker took this one's name: its calls are left to that worker.
     lost: Arc<std::sync::atomic::AtomicBool>,
+    /// Signs what this worker sends and checks what it receives.
+    trust: Trust,
 }
 
 impl std::fmt::Debug for Calls {
@@ -175,6 +181,7 @@ impl Calls {
         members: Arc<Members>,
         replicas: usize,
         lost: Arc<std::sync::atomic::AtomicBool>,
+        trust: Trust,
     ) -> Result<Calls, ClusterError> {
         let payloads = match js.get_object_store(PAYLOADS).await {
             Ok(store) => store,
@@ -200,6 +207,7 @@ impl Calls {
             stop: Arc::new(Notify::new()),
             serving: Mutex::new(None),
             lost,
+            trust,
         })
     }
 }

@@ -8,6 +8,7 @@ use wasmrpc_proto::{Code, Tensor, tensor_list};
 
 use super::{CODE, Calls, HEADER_ROOM, MESSAGE, OBJECT, header};
 use crate::cluster::members::subject_token;
+use crate::cluster::trust::Refused;
 use crate::error::ServiceError;
 
 impl Calls {
@@ -71,6 +72,12 @@ impl Calls {
             return Err(ServiceError::Remote { code, message });
         }
         let body = self.incoming(&msg).await?;
+        if let Err(why) = self.trust.check_body(msg.headers.as_ref(), &body) {
+            self.trust.refused(Refused::Reply, why);
+            return Err(ServiceError::unavailable(format!(
+                "a worker's reply could not be trusted ({why}); the call may or may not have run"
+            )));
+        }
         tensor_list::decode(&body).map_err(|e| ServiceError::Remote {
             code: Code::Internal,
             message: e.to_string(),

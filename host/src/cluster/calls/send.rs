@@ -6,15 +6,17 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use async_nats::{HeaderMap, Request, RequestErrorKind};
+use async_nats::HeaderMap;
 use bytes::Bytes;
+use futures_util::StreamExt as _;
 use wasmrpc_proto::{Code, Tensor, tensor_list};
 
 use super::{
     ANSWER_GRACE, Attempt, Calls, CarriedLimits, LEAVING_ANSWER_GRACE, LIMITS, LIVENESS_CHECK,
-    METHOD, TENANT, TIMEOUT_MS, VERSION, subject,
+    METHOD, TENANT, TIMEOUT_MS, UNTRUSTED_REPLY_GRACE, VERSION, subject,
 };
 use crate::admission::CallLimits;
+use crate::cluster::trust::{Refused, Untrusted};
 use crate::error::ServiceError;
 use crate::execute::{Call, Executed, LocalExecutor, Placement};
 use crate::registry::Registration;
@@ -185,15 +187,36 @@ impl Calls {
             Ok(p) => p,
             Err(e) => return Attempt::Failed(e),
         };
-        let request = Request::new()
-            .headers(headers)
-            .payload(payload)
-            .timeout(Some(left + ANSWER_GRACE));
+        let subject = subject(worker);
+        // Signed once every header is set; the digest covers the body wherever it travels.
+        self.trust.sign(&subject, &mut headers, body);
+        // The reply comes to an inbox of this call's own, where a reply this worker cannot trust
+        // (another secret, a forgery racing the real one) is passed over.
+        let inbox = self.client.new_inbox();
+        let replies = match self.client.subscribe(inbox.clone()).await {
+            Ok(replies) => replies,
+            Err(e) => {
+                return Attempt::Failed(ServiceError::unavailable_because(
+                    format!("the call could not be sent to worker `{worker}`; try again"),
+                    e,
+                ));
+            }
+        };
         // NATS core messages are sent at most once: a request or reply in flight when the
         // connection drops is lost, so an interrupted connection ends the attempt like a death.
         let stats = self.client.statistics();
         let connects = stats.connects.load(Ordering::Relaxed);
-        let mut sent = std::pin::pin!(self.client.send_request(subject(worker), request));
+        if let Err(e) = self
+            .client
+            .publish_with_reply_and_headers(subject, inbox, headers, payload)
+            .await
+        {
+            return Attempt::Failed(ServiceError::unavailable_because(
+                format!("the call could not be sent to worker `{worker}`; try again"),
+                e,
+            ));
+        }
+        let mut sent = std::pin::pin!(self.reply(replies, left + ANSWER_GRACE));
         let gone = async {
             let mut tick = tokio::time::interval(LIVENESS_CHECK);
             loop {
@@ -225,10 +248,15 @@ impl Calls {
         };
         match reply {
             Ok(msg) => Attempt::Done(self.answer(msg).await),
-            Err(e) if e.kind() == RequestErrorKind::NoResponders => {
+            Err(NoReply::NoResponders) => {
                 Attempt::Gone(format!("worker `{worker}` is not serving calls"))
             }
-            Err(e) if e.kind() == RequestErrorKind::TimedOut => {
+            Err(NoReply::Untrusted(why)) => Attempt::Failed(ServiceError::unavailable(format!(
+                "worker `{worker}` answered, but not with this worker's cluster secret ({why}): \
+                 every worker needs the same --cluster-secret-file; the call may or may not \
+                 have run"
+            ))),
+            Err(NoReply::TimedOut) => {
                 if let Some(why) = self.vanished(worker, instance.as_deref()) {
                     Attempt::Gone(why)
                 } else {
@@ -238,12 +266,60 @@ impl Calls {
                     }))
                 }
             }
-            Err(e) => Attempt::Failed(ServiceError::unavailable_because(
-                format!("the call could not be sent to worker `{worker}`; try again"),
-                e,
-            )),
+            Err(NoReply::Closed) => Attempt::Failed(ServiceError::unavailable(format!(
+                "the connection to NATS closed during the call to worker `{worker}` (it may or \
+                 may not have run)"
+            ))),
         }
     }
+
+    /// The first reply on `replies` this worker can trust, within `within`. One it cannot
+    /// trust is logged and passed over; if no trusted one follows within
+    /// [`UNTRUSTED_REPLY_GRACE`], the call ends with why.
+    async fn reply(
+        &self,
+        mut replies: async_nats::Subscriber,
+        within: Duration,
+    ) -> Result<async_nats::Message, NoReply> {
+        let until = Instant::now() + within;
+        let mut untrusted: Option<(Instant, Untrusted)> = None;
+        loop {
+            let wait_until =
+                untrusted.map_or(until, |(at, _)| until.min(at + UNTRUSTED_REPLY_GRACE));
+            match tokio::time::timeout_at(wait_until.into(), replies.next()).await {
+                Ok(Some(msg)) => {
+                    if msg.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
+                        return Err(NoReply::NoResponders);
+                    }
+                    match self.trust.check(msg.subject.as_str(), msg.headers.as_ref()) {
+                        Ok(()) => return Ok(msg),
+                        Err(why) => {
+                            self.trust.refused(Refused::Reply, why);
+                            untrusted.get_or_insert((Instant::now(), why));
+                        }
+                    }
+                }
+                Ok(None) => return Err(NoReply::Closed),
+                Err(_) => {
+                    return Err(
+                        untrusted.map_or(NoReply::TimedOut, |(_, why)| NoReply::Untrusted(why))
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Why a call's attempt got no reply it could use.
+enum NoReply {
+    /// Nobody listens on the worker's subject.
+    NoResponders,
+    /// None within the time.
+    TimedOut,
+    /// Only replies this worker cannot trust.
+    Untrusted(Untrusted),
+    /// The subscription ended (the connection closed).
+    Closed,
 }
 
 /// What every attempt of one call sends.
