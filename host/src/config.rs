@@ -148,6 +148,11 @@ pub struct ServeSettings {
     /// itself instead. Needed unless NATS is on this machine.
     #[arg(long, env = "WASMRPC_CLUSTER_SECRET_FILE")]
     pub cluster_secret_file: Option<PathBuf>,
+    /// The most the cluster's payload store (call bodies over NATS's max payload, in flight
+    /// between workers) may hold, in MiB (default 1024; give every worker the same). A large
+    /// call that finds it full is refused with UNAVAILABLE, to be tried again.
+    #[arg(long, env = "WASMRPC_CLUSTER_PAYLOAD_STORE_MIB")]
+    pub cluster_payload_store_mib: Option<u64>,
 }
 
 macro_rules! merge_fields {
@@ -197,7 +202,8 @@ impl ServeSettings {
             advertise,
             cluster_replicas,
             cluster_ca,
-            cluster_secret_file
+            cluster_secret_file,
+            cluster_payload_store_mib
         );
         self
     }
@@ -340,6 +346,11 @@ impl ServeSettings {
                 replicas: self.cluster_replicas.unwrap_or(1).clamp(1, 5),
                 ca: self.cluster_ca.clone(),
                 secret: cluster_secret(self.cluster_secret_file.as_deref())?,
+                payload_store_bytes: self
+                    .cluster_payload_store_mib
+                    .unwrap_or(crate::cluster::calls::PAYLOAD_STORE_MIB)
+                    .max(1)
+                    .saturating_mul(1 << 20),
             }),
             (Some(_), None) => anyhow::bail!(
                 "--cluster needs --name: every worker of a cluster has a unique name \

@@ -93,6 +93,8 @@ pub struct ClusterSettings {
     pub ca: Option<std::path::PathBuf>,
     /// The secret every worker signs with (`--cluster-secret-file`, `WASMRPC_CLUSTER_SECRET`).
     pub secret: Option<trust::ClusterSecret>,
+    /// The most the payload store may hold, in bytes (`--cluster-payload-store-mib`).
+    pub payload_store_bytes: u64,
 }
 
 impl ClusterSettings {
@@ -308,7 +310,10 @@ impl Cluster {
                 js.clone(),
                 settings.name.clone(),
                 members.clone(),
-                settings.replicas,
+                calls::PayloadStore {
+                    replicas: settings.replicas,
+                    max_bytes: settings.payload_store_bytes,
+                },
                 membership.lost(),
                 trust.clone(),
             )

@@ -464,6 +464,19 @@ impl Registry for NatsRegistry {
         if !self.connected() {
             return Err(cut_off("nothing was changed; try again"));
         }
+        // A registration over its tenant's quota by this worker's view stores nothing: the blob
+        // of one refused would stay until the sweep (checked again below, under the lock and
+        // once committed, where a refusal leaves its blob to the sweep: another registration of
+        // the same bytes may be on its way to use it).
+        if let Some(why) = self.index().over_quota(
+            &new.tenant,
+            &new.name,
+            &digest,
+            component.len() as u64,
+            &new.limits,
+        ) {
+            return Err(RegistryError::Quota(why));
+        }
         // Unused blobs are swept only past BLOB_GRACE, and this writes one again when it is older
         // than half of that: it stays for the registration below (checked again after it). A
         // blob that lands late, without its registration, is swept like any unused one.

@@ -36,6 +36,21 @@ use crate::execute::{Call, Executed, Executor, LocalExecutor, Placement};
 
 /// The object store of bodies too large for one message.
 pub const PAYLOADS: &str = "wasmrpc_payloads";
+/// The default of `--cluster-payload-store-mib`: the most the payload store holds, in MiB. A
+/// body stays there only while its call is in flight, so this bounds the large calls in flight
+/// at once across the cluster (and what anyone could pile up in NATS's storage).
+pub const PAYLOAD_STORE_MIB: u64 = 1024;
+/// How long a body may stay in the payload store: it collects those of dead workers.
+const PAYLOAD_MAX_AGE: Duration = Duration::from_secs(600);
+
+/// How the payload store is set up.
+#[derive(Debug, Clone, Copy)]
+pub struct PayloadStore {
+    /// Replicas of its stream.
+    pub replicas: usize,
+    /// The most it holds, in bytes.
+    pub max_bytes: u64,
+}
 /// Room left in a message for its headers when deciding whether its body fits.
 const HEADER_ROOM: usize = 8 << 10;
 /// How long past its deadline a call may take to answer: the callee loads a component it has not
@@ -159,6 +174,9 @@ pub struct Calls {
     lost: Arc<std::sync::atomic::AtomicBool>,
     /// Signs what this worker sends and checks what it receives.
     trust: Trust,
+    js: async_nats::jetstream::Context,
+    /// The payload store's cap, in bytes.
+    payload_max_bytes: u64,
 }
 
 impl std::fmt::Debug for Calls {
@@ -179,19 +197,40 @@ impl Calls {
         js: async_nats::jetstream::Context,
         me: String,
         members: Arc<Members>,
-        replicas: usize,
+        store: PayloadStore,
         lost: Arc<std::sync::atomic::AtomicBool>,
         trust: Trust,
     ) -> Result<Calls, ClusterError> {
+        let max_bytes = i64::try_from(store.max_bytes).unwrap_or(i64::MAX);
         let payloads = match js.get_object_store(PAYLOADS).await {
-            Ok(store) => store,
+            Ok(payloads) => {
+                // A store made before the cap (or with another): this worker's cap applies.
+                let stream = format!("OBJ_{PAYLOADS}");
+                let mut config = js
+                    .get_stream(&stream)
+                    .await
+                    .map_err(|e| ClusterError::nats("reading the payload store", e))?
+                    .info()
+                    .await
+                    .map_err(|e| ClusterError::nats("reading the payload store", e))?
+                    .config
+                    .clone();
+                if config.max_bytes != max_bytes {
+                    config.max_bytes = max_bytes;
+                    js.update_stream(config)
+                        .await
+                        .map_err(|e| ClusterError::nats("capping the payload store", e))?;
+                }
+                payloads
+            }
             Err(_) => js
                 .create_object_store(object_store::Config {
                     bucket: PAYLOADS.to_owned(),
                     description: Some("wasmrpc: call bodies over the max payload".to_owned()),
                     // Bodies are deleted by their reader; this collects those of dead workers.
-                    max_age: Duration::from_secs(600),
-                    num_replicas: replicas,
+                    max_age: PAYLOAD_MAX_AGE,
+                    max_bytes,
+                    num_replicas: store.replicas,
                     ..Default::default()
                 })
                 .await
@@ -208,6 +247,8 @@ impl Calls {
             serving: Mutex::new(None),
             lost,
             trust,
+            js,
+            payload_max_bytes: store.max_bytes,
         })
     }
 }

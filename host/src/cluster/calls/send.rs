@@ -13,9 +13,11 @@ use wasmrpc_proto::{Code, Tensor, tensor_list};
 
 use super::{
     ANSWER_GRACE, Attempt, Calls, CarriedLimits, LEAVING_ANSWER_GRACE, LIMITS, LIVENESS_CHECK,
-    METHOD, TENANT, TIMEOUT_MS, UNTRUSTED_REPLY_GRACE, VERSION, subject,
+    METHOD, OBJECT, TENANT, TIMEOUT_MS, UNTRUSTED_REPLY_GRACE, VERSION, header, subject,
 };
 use crate::admission::CallLimits;
+use crate::cluster::calls::payload::Leftover;
+use crate::cluster::trust::Trust;
 use crate::cluster::trust::{Refused, Untrusted};
 use crate::error::ServiceError;
 use crate::execute::{Call, Executed, LocalExecutor, Placement};
@@ -187,6 +189,12 @@ impl Calls {
             Ok(p) => p,
             Err(e) => return Attempt::Failed(e),
         };
+        // The body's object, if it went through the payload store, goes when this attempt ends,
+        // however it ends: read or not, its client there or gone.
+        let _request_object = headers.get(OBJECT).map(|name| Leftover {
+            payloads: self.payloads.clone(),
+            name: name.as_str().to_owned(),
+        });
         let subject = subject(worker);
         // Signed once every header is set; the digest covers the body wherever it travels.
         self.trust.sign(&subject, &mut headers, body);
@@ -194,7 +202,12 @@ impl Calls {
         // (another secret, a forgery racing the real one) is passed over.
         let inbox = self.client.new_inbox();
         let replies = match self.client.subscribe(inbox.clone()).await {
-            Ok(replies) => replies,
+            Ok(replies) => AwaitedReply {
+                replies: Some(replies),
+                payloads: self.payloads.clone(),
+                trust: self.trust.clone(),
+                until: Instant::now() + left + ANSWER_GRACE,
+            },
             Err(e) => {
                 return Attempt::Failed(ServiceError::unavailable_because(
                     format!("the call could not be sent to worker `{worker}`; try again"),
@@ -216,38 +229,47 @@ impl Calls {
                 e,
             ));
         }
-        let mut sent = std::pin::pin!(self.reply(replies, left + ANSWER_GRACE));
-        let gone = async {
-            let mut tick = tokio::time::interval(LIVENESS_CHECK);
-            loop {
-                tick.tick().await;
-                if let Some(why) = self.vanished(worker, instance.as_deref()) {
-                    return why;
-                }
-                let connected =
-                    self.client.connection_state() == async_nats::connection::State::Connected;
-                if !connected || stats.connects.load(Ordering::Relaxed) != connects {
-                    return format!(
-                        "the connection to NATS was interrupted during the call to worker \
+        let mut replies = replies;
+        // In a block of its own: `sent` borrows `replies` until the reply is in.
+        let reply = {
+            let mut sent = std::pin::pin!(self.reply(&mut replies, left + ANSWER_GRACE));
+            let gone = async {
+                let mut tick = tokio::time::interval(LIVENESS_CHECK);
+                loop {
+                    tick.tick().await;
+                    if let Some(why) = self.vanished(worker, instance.as_deref()) {
+                        return why;
+                    }
+                    let connected =
+                        self.client.connection_state() == async_nats::connection::State::Connected;
+                    if !connected || stats.connects.load(Ordering::Relaxed) != connects {
+                        return format!(
+                            "the connection to NATS was interrupted during the call to worker \
                          `{worker}` (it may or may not have run)"
-                    );
+                        );
+                    }
                 }
-            }
-        };
-        let reply = tokio::select! {
-            biased;
-            reply = &mut sent => reply,
-            why = gone => {
-                // A worker that leaves answers its last calls first, but its leaving can be
-                // seen here before the answer is: wait a moment for an answer on its way.
-                match tokio::time::timeout(LEAVING_ANSWER_GRACE, &mut sent).await {
-                    Ok(reply) => reply,
-                    Err(_) => return Attempt::Gone(why),
+            };
+            tokio::select! {
+                biased;
+                reply = &mut sent => reply,
+                why = gone => {
+                    // A worker that leaves answers its last calls first, but its leaving can be
+                    // seen here before the answer is: wait a moment for an answer on its way.
+                    match tokio::time::timeout(LEAVING_ANSWER_GRACE, &mut sent).await {
+                        Ok(reply) => reply,
+                        Err(_) => return Attempt::Gone(why),
+                    }
                 }
             }
         };
         match reply {
-            Ok(msg) => Attempt::Done(self.answer(msg).await),
+            Ok(msg) => {
+                let answer = self.answer(msg).await;
+                // Read (its object, if any, deleted by the reading): nothing left to collect.
+                replies.replies = None;
+                Attempt::Done(answer)
+            }
             Err(NoReply::NoResponders) => {
                 Attempt::Gone(format!("worker `{worker}` is not serving calls"))
             }
@@ -278,9 +300,12 @@ impl Calls {
     /// [`UNTRUSTED_REPLY_GRACE`], the call ends with why.
     async fn reply(
         &self,
-        mut replies: async_nats::Subscriber,
+        awaited: &mut AwaitedReply,
         within: Duration,
     ) -> Result<async_nats::Message, NoReply> {
+        let Some(replies) = awaited.replies.as_mut() else {
+            return Err(NoReply::Closed);
+        };
         let until = Instant::now() + within;
         let mut untrusted: Option<(Instant, Untrusted)> = None;
         loop {
@@ -307,6 +332,43 @@ impl Calls {
                 }
             }
         }
+    }
+}
+
+/// The subscription a call's reply comes to. Dropped before the reply was read (the attempt
+/// given up, or its client gone and the call's future dropped), it keeps listening until the
+/// call's time is up, in a task of its own, to delete the reply's object from the payload store
+/// as soon as it comes, rather than leave it there for the store's whole max age.
+struct AwaitedReply {
+    replies: Option<async_nats::Subscriber>,
+    payloads: async_nats::jetstream::object_store::ObjectStore,
+    trust: Trust,
+    until: Instant,
+}
+
+impl Drop for AwaitedReply {
+    fn drop(&mut self) {
+        let Some(mut replies) = self.replies.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (payloads, trust, until) = (self.payloads.clone(), self.trust.clone(), self.until);
+        runtime.spawn(async move {
+            while let Ok(Some(msg)) = tokio::time::timeout_at(until.into(), replies.next()).await {
+                if trust
+                    .check(msg.subject.as_str(), msg.headers.as_ref())
+                    .is_err()
+                {
+                    continue;
+                }
+                if let Some(name) = header(&msg, OBJECT) {
+                    let _ = payloads.delete(&name).await;
+                }
+                return;
+            }
+        });
     }
 }
 
