@@ -100,7 +100,7 @@ fn a_full_payload_store_refuses_a_large_call_saying_so_and_small_ones_still_run(
 }
 
 #[test]
-fn a_large_reply_whose_client_went_away_is_deleted_from_the_payload_store() {
+fn a_large_reply_whose_caller_died_is_deleted_from_the_payload_store() {
     let Some(nats) = Nats::start() else { return };
     let a = worker(&nats, "a", &[]);
     let b = worker(&nats, "b", &[]);
@@ -119,7 +119,7 @@ fn a_large_reply_whose_client_went_away_is_deleted_from_the_payload_store() {
         }
     });
     // A 2 MiB reply (over NATS's max payload: through the payload store), b compiling the
-    // guest first; the client leaves as soon as the call is on its way to b.
+    // guest first; the worker that sent the call is killed as soon as the call is on its way.
     let body = serde_json::to_vec(&json!({
         "args": [tensor("float32", &[1], json!([2.0]))],
         "timeout_ms": 20000
@@ -137,14 +137,21 @@ fn a_large_reply_whose_client_went_away_is_deleted_from_the_payload_store() {
     seen_rx
         .recv_timeout(Duration::from_secs(20))
         .expect("the call reached b's subject");
-    drop(s);
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &a.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
     // b answers (its reply's object written), and the object goes with nobody left to read it.
-    eventually(Duration::from_secs(20), "b ran the call", || {
+    eventually(Duration::from_secs(30), "b ran the call", || {
         crate::cluster::calls_counted(&b, "huge", "OK") == 1
     });
-    eventually(
-        Duration::from_secs(5),
+    let left = rt.block_on(payload_objects(&nats));
+    eprintln!("the payload store once the call ran: {left:?}");
+    let gone = eventually(
+        Duration::from_secs(20),
         "the payload store holds no object",
         || rt.block_on(payload_objects(&nats)).is_empty(),
     );
+    eprintln!("an unread reply's object went {gone:?} after its call ended");
 }

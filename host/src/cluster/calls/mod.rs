@@ -40,6 +40,10 @@ pub const PAYLOADS: &str = "wasmrpc_payloads";
 /// body stays there only while its call is in flight, so this bounds the large calls in flight
 /// at once across the cluster (and what anyone could pile up in NATS's storage).
 pub const PAYLOAD_STORE_MIB: u64 = 1024;
+/// How long after its reply is sent a reply's object in the payload store is deleted by the
+/// worker that wrote it, read or not: a caller reads it at once, so one still there is its
+/// caller's that has gone (killed, or cut off) and would otherwise stay for the store's max age.
+pub const UNREAD_REPLY_AFTER: Duration = Duration::from_secs(10);
 /// How long a body may stay in the payload store: it collects those of dead workers.
 const PAYLOAD_MAX_AGE: Duration = Duration::from_secs(600);
 

@@ -12,8 +12,8 @@ use wasmrpc_proto::{Code, Tensor};
 use wasmrpc_proto::tensor_list;
 
 use super::{
-    CODE, Calls, CarriedLimits, LIMITS, MAX_SERVED, METHOD, NATS_STEP, TENANT, TIMEOUT_MS, VERSION,
-    WORKER, header, set_error, subject,
+    CODE, Calls, CarriedLimits, LIMITS, MAX_SERVED, METHOD, NATS_STEP, OBJECT, TENANT, TIMEOUT_MS,
+    UNREAD_REPLY_AFTER, VERSION, WORKER, header, set_error, subject,
 };
 use crate::cluster::ClusterError;
 use crate::cluster::trust::Refused;
@@ -150,6 +150,15 @@ impl Calls {
             }
         };
         self.trust.sign(reply_to.as_str(), &mut headers, &logical);
+        // A reply's object its caller never reads (the caller gone) goes soon, not after the
+        // store's max age; the caller reads it at once and deletes it itself.
+        let _unread = headers.get(OBJECT).map(|name| {
+            let (payloads, name) = (self.payloads.clone(), name.as_str().to_owned());
+            tokio::spawn(async move {
+                tokio::time::sleep(UNREAD_REPLY_AFTER).await;
+                let _ = payloads.delete(&name).await;
+            })
+        });
         if let Err(e) = self
             .client
             .publish_with_headers(reply_to, headers, body)
