@@ -299,16 +299,16 @@ impl Membership {
         let value = Arc::new(RwLock::new(value));
         let beat_now = Arc::new(tokio::sync::Notify::new());
         let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let heartbeat = tokio::spawn(beat(
-            kv.clone(),
-            info.clone(),
-            value.clone(),
-            beat_now.clone(),
-            revision,
-            lost.clone(),
-            members.clone(),
-            trust.clone(),
-        ));
+        let heart = Heart {
+            kv: kv.clone(),
+            me: info.clone(),
+            value: value.clone(),
+            now: beat_now.clone(),
+            lost: lost.clone(),
+            members: members.clone(),
+            trust,
+        };
+        let heartbeat = tokio::spawn(beat(heart, revision));
         Ok(Membership {
             kv,
             info,
@@ -356,17 +356,28 @@ impl Membership {
     }
 }
 
-/// Refresh the entry every [`HEARTBEAT`] (and when woken), re-taking it after NATS lost it.
-async fn beat(
+/// What the heartbeat works with.
+struct Heart {
     kv: kv::Store,
     me: WorkerInfo,
     value: Arc<RwLock<Bytes>>,
     now: Arc<tokio::sync::Notify>,
-    mut revision: u64,
     lost: Arc<std::sync::atomic::AtomicBool>,
     members: Arc<Members>,
     trust: Trust,
-) {
+}
+
+/// Refresh the entry every [`HEARTBEAT`] (and when woken), re-taking it after NATS lost it.
+async fn beat(heart: Heart, mut revision: u64) {
+    let Heart {
+        kv,
+        me,
+        value,
+        now,
+        lost,
+        members,
+        trust,
+    } = heart;
     let key = key_of(&me.name);
     loop {
         tokio::select! {
