@@ -104,8 +104,8 @@ fn messages_and_entries_forged_on_nats_without_the_secret_are_refused_and_nothin
     answering.abort();
 
     // Forged calls on b's subject: the genuine call's headers without its signature (a client
-    // without the secret), and with its signature but another tenant. Both are refused, and b
-    // runs nothing (its count of add's calls stays).
+    // without the secret), with its signature but another tenant, and the genuine call itself
+    // sent again. All are refused, and b runs nothing (its count of add's calls stays).
     let ran_before = calls_counted(&b, "add", "OK");
     let headers = genuine.headers.clone().unwrap();
     let mut unsigned = HeaderMap::new();
@@ -121,7 +121,11 @@ fn messages_and_entries_forged_on_nats_without_the_secret_are_refused_and_nothin
     }
     let mut other_tenant = headers.clone();
     other_tenant.insert("Wasmrpc-Tenant", "mallory");
-    for (what, forged) in [("unsigned", unsigned), ("another tenant", other_tenant)] {
+    for (what, forged) in [
+        ("unsigned", unsigned),
+        ("another tenant", other_tenant),
+        ("replayed", headers.clone()),
+    ] {
         let reply = rt
             .block_on(intruder.request_with_headers(
                 "wasmrpc.call.b",

@@ -27,6 +27,10 @@ use sha2::{Digest as _, Sha256};
 /// How far a message's time may be from the receiver's clock: it bounds a replay of a captured
 /// message, and must exceed the workers' clock skew (keep them in step with NTP).
 pub const TRUST_WINDOW: Duration = Duration::from_secs(30);
+/// The most signatures of calls remembered (those of the last [`TRUST_WINDOW`]) to refuse a
+/// replay: past it, older ones are forgotten first, and a call is still checked for everything
+/// else. 40 bytes each: 10 MiB at most.
+pub const MAX_REMEMBERED_CALLS: usize = 1 << 18;
 /// The shortest secret accepted, in bytes.
 pub const MIN_SECRET_BYTES: usize = 16;
 
@@ -94,6 +98,8 @@ pub enum Untrusted {
     Stale,
     /// Its body is not the one its signed digest names.
     BadBody,
+    /// The same call was received before (a replay).
+    Replayed,
 }
 
 impl std::fmt::Display for Untrusted {
@@ -105,6 +111,7 @@ impl std::fmt::Display for Untrusted {
             }
             Untrusted::Stale => "its time is outside the trust window (replayed, or clocks apart)",
             Untrusted::BadBody => "its body does not match its signed digest",
+            Untrusted::Replayed => "the same call was received before (replayed)",
         })
     }
 }
@@ -114,6 +121,15 @@ impl std::fmt::Display for Untrusted {
 pub struct Trust {
     key: Option<hmac::Key>,
     refusals: Arc<Refusals>,
+    /// The signatures of the calls received within the window, and when they were received.
+    seen: Arc<std::sync::Mutex<Seen>>,
+}
+
+/// Signatures seen, oldest first, for [`Trust::check_once`].
+#[derive(Debug, Default)]
+struct Seen {
+    set: std::collections::HashSet<[u8; 32]>,
+    order: std::collections::VecDeque<([u8; 32], u64)>,
 }
 
 /// Milliseconds since the epoch.
@@ -148,6 +164,7 @@ impl Trust {
         Trust {
             key: secret.map(|s| hmac::Key::new(hmac::HMAC_SHA256, &s.0)),
             refusals: Arc::new(Refusals::default()),
+            seen: Arc::new(std::sync::Mutex::new(Seen::default())),
         }
     }
 
@@ -193,6 +210,42 @@ impl Trust {
         if now_ms().abs_diff(at) > u64::try_from(TRUST_WINDOW.as_millis()).unwrap_or(u64::MAX) {
             return Err(Untrusted::Stale);
         }
+        Ok(())
+    }
+
+    /// [`Trust::check`] for a call, which is also refused when the same call (its signature)
+    /// came before within the window: a captured call replayed is not run twice.
+    ///
+    /// # Errors
+    /// Why it is not to be trusted.
+    pub fn check_once(&self, subject: &str, headers: Option<&HeaderMap>) -> Result<(), Untrusted> {
+        self.check(subject, headers)?;
+        let Some(signature) = headers
+            .and_then(|h| header(h, SIGNATURE))
+            .and_then(|s| <[u8; 32]>::try_from(hex::decode(s).ok()?).ok())
+        else {
+            // No secret: nothing signed, nothing to remember.
+            return Ok(());
+        };
+        let now = now_ms();
+        let window = u64::try_from(TRUST_WINDOW.as_millis()).unwrap_or(u64::MAX);
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A message older than the window is refused as stale: what was seen before it, too.
+        // The window counts both ways (clocks apart), hence twice.
+        while let Some(&(old, at)) = seen.order.front() {
+            if now.saturating_sub(at) <= 2 * window && seen.order.len() < MAX_REMEMBERED_CALLS {
+                break;
+            }
+            seen.order.pop_front();
+            seen.set.remove(&old);
+        }
+        if !seen.set.insert(signature) {
+            return Err(Untrusted::Replayed);
+        }
+        seen.order.push_back((signature, now));
         Ok(())
     }
 
@@ -374,6 +427,19 @@ mod tests {
             Err(Untrusted::Unsigned)
         );
         assert_eq!(t.check("wasmrpc.call.w1", None), Err(Untrusted::Unsigned));
+    }
+
+    #[test]
+    fn a_call_is_taken_once() {
+        let t = trust("0123456789abcdef-secret");
+        let mut h = HeaderMap::new();
+        t.sign("s", &mut h, b"body");
+        assert_eq!(t.check_once("s", Some(&h)), Ok(()));
+        assert_eq!(t.check_once("s", Some(&h)), Err(Untrusted::Replayed));
+        let mut again = HeaderMap::new();
+        again.insert("Wasmrpc-Tenant", "a");
+        t.sign("s", &mut again, b"body");
+        assert_eq!(t.check_once("s", Some(&again)), Ok(()));
     }
 
     #[test]

@@ -106,7 +106,10 @@ impl Calls {
         };
         // Nothing of a call that is not signed with the cluster's secret is acted on (its body
         // is not even fetched): it is refused, and the refusal logged.
-        let result = match self.trust.check(msg.subject.as_str(), msg.headers.as_ref()) {
+        let result = match self
+            .trust
+            .check_once(msg.subject.as_str(), msg.headers.as_ref())
+        {
             Ok(()) => self.run(service, &msg).await,
             Err(why) => {
                 self.trust.refused(Refused::Call, why);
