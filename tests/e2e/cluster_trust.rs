@@ -275,3 +275,77 @@ fn without_a_secret_a_worker_joins_only_a_nats_on_this_machine_and_the_secret_ne
     assert!(help.contains("--cluster-secret-file"), "{help}");
     assert!(!help.contains(SECRET), "{help}");
 }
+
+#[test]
+fn a_forged_or_replayed_tenant_directory_is_not_adopted() {
+    let Some(nats) = Nats::start() else { return };
+    let secret = secret_file(SECRET);
+    let (url, path) = (nats.url(), secret.path().to_str().unwrap().to_owned());
+    let keyed = |name: &str| {
+        crate::tenants::Keyed::start(&[
+            "--cluster",
+            &url,
+            "--name",
+            name,
+            "--cluster-secret-file",
+            &path,
+        ])
+    };
+    let (a, b) = (keyed("a"), keyed("b"));
+    let (_, alice) = a.tenant("alice");
+    let alice_on_b = b.server.http().with_key(key_of(&alice));
+    eventually(Duration::from_secs(5), "alice's key works on b", || {
+        alice_on_b.get("/v1/methods").status == 200
+    });
+    let rt = runtime();
+    let intruder = rt.block_on(async_nats::connect(nats.url())).unwrap();
+    let directory = || {
+        rt.block_on(async {
+            let js = async_nats::jetstream::new(intruder.clone());
+            let kv = js.get_key_value("wasmrpc_tenants").await.unwrap();
+            kv.get("directory").await.unwrap().expect("the directory")
+        })
+    };
+    // The directory with alice only, as the workers sealed it.
+    let with_alice = directory();
+    let (carol, answer) = a.tenant("carol");
+    let carol_on_b = b.server.http().with_key(key_of(&answer));
+    eventually(Duration::from_secs(5), "carol's key works on b", || {
+        carol_on_b.get("/v1/methods").status == 200
+    });
+    // The older copy put back as it was (a replay), then its value without a seal (a client
+    // without the secret): either, adopted, would drop carol.
+    rt.block_on(async {
+        let js = async_nats::jetstream::new(intruder.clone());
+        let kv = js.get_key_value("wasmrpc_tenants").await.unwrap();
+        kv.put("directory", with_alice.clone()).await.unwrap();
+        kv.put(
+            "directory",
+            bytes::Bytes::copy_from_slice(unsealed(&with_alice)),
+        )
+        .await
+        .unwrap();
+    });
+    // A change through b after the forgeries is made (over them) and reaches a after them.
+    let (_, dave) = b.tenant("dave");
+    let dave_on_a = a.server.http().with_key(key_of(&dave));
+    eventually(Duration::from_secs(5), "dave's key works on a", || {
+        dave_on_a.get("/v1/methods").status == 200
+    });
+    for http in [&carol, &carol_on_b] {
+        assert_eq!(
+            http.get("/v1/methods").status,
+            200,
+            "carol is still a tenant"
+        );
+    }
+    assert_eq!(
+        a.admin.get("/v1/tenants").json(),
+        b.admin.get("/v1/tenants").json()
+    );
+}
+
+/// The key in `Keyed::tenant`'s answer.
+fn key_of(answer: &Value) -> &str {
+    answer["key"].as_str().expect("a key")
+}

@@ -187,15 +187,20 @@ async fn follow(kv: kv::Store, following: Following) {
             {
                 continue;
             }
-            let (value, at) = match trust.open(BUCKET, KEY, &change.value) {
+            let opened = match trust.open(BUCKET, KEY, &change.value) {
                 // An older copy put back is refused like a forged one.
                 Ok((_, at)) if trust.enforced() && at <= sealed.load(Ordering::Acquire) => {
-                    trust.refused(Refused::Entry(BUCKET), Untrusted::Stale);
-                    continue;
+                    Err(Untrusted::Stale)
                 }
+                opened => opened,
+            };
+            let (value, at) = match opened {
                 Ok(opened) => opened,
                 Err(why) => {
                     trust.refused(Refused::Entry(BUCKET), why);
+                    // The next change made here writes over it (a compare-and-set on the
+                    // revision it took), rather than failing on it forever.
+                    revision.fetch_max(change.revision, Ordering::AcqRel);
                     continue;
                 }
             };
