@@ -113,6 +113,8 @@ fn a_large_reply_whose_caller_died_is_deleted_from_the_payload_store() {
     let (seen_tx, seen_rx) = std::sync::mpsc::channel();
     let watcher = rt.block_on(async_nats::connect(nats.url())).unwrap();
     let mut calls = rt.block_on(watcher.subscribe("wasmrpc.call.b")).unwrap();
+    // Once NATS answers a ping, it has the subscription.
+    rt.block_on(watcher.flush()).unwrap();
     rt.spawn(async move {
         if calls.next().await.is_some() {
             let _ = seen_tx.send(());

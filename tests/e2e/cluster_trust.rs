@@ -74,6 +74,8 @@ fn messages_and_entries_forged_on_nats_without_the_secret_are_refused_and_nothin
     // the call's own arguments as "outputs". The caller waits for b's signed answer instead.
     let (captured_tx, captured_rx) = std::sync::mpsc::channel::<async_nats::Message>();
     let mut listening = rt.block_on(intruder.subscribe("wasmrpc.call.b")).unwrap();
+    // Once NATS answers a ping, it has the subscription.
+    rt.block_on(intruder.flush()).unwrap();
     let answering = {
         let intruder = intruder.clone();
         rt.spawn(async move {
@@ -240,6 +242,9 @@ fn refused(args: &[&str], vars: &[(&str, &str)]) -> String {
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir.path())
         .args(args)
+        // The suite may run every worker with a secret; these say which they have.
+        .env_remove("WASMRPC_CLUSTER_SECRET")
+        .env_remove("WASMRPC_CLUSTER_SECRET_FILE")
         .envs(vars.iter().copied())
         .env("WASMRPC_LOG", "off")
         .output()
