@@ -5,7 +5,9 @@
 //! a time. The bucket's max age drops an entry nobody refreshes, which frees the name; the live view
 //! of the members ([`Members`]) comes from a watch of the bucket and counts a member as present
 //! while its last heartbeat is younger than the TTL. A worker always counts itself while it holds
-//! its name, NATS reachable or not: it can run calls whatever the bucket says.
+//! its name, NATS reachable or not: it can run calls whatever the bucket says. Entries are sealed
+//! with the cluster's secret ([`super::trust`]) at each heartbeat; one not sealed by a worker of
+//! the cluster, or sealed long ago (a replay), is never counted.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};

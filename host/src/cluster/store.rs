@@ -1,7 +1,8 @@
 //! The module store of a cluster: the [`Registry`] trait on JetStream. Component bytes live in the
 //! object store `wasmrpc_blobs` under their digest (verified on every load, as locally);
 //! registrations in the key-value bucket `wasmrpc_registrations`, one key per (tenant, name,
-//! version), each value a [`record`] as the local store writes it.
+//! version), each value a [`record`] as the local store writes it, sealed with the cluster's
+//! secret ([`super::trust`]): a record a worker of the cluster did not write is never indexed.
 //!
 //! Every worker keeps the same in-memory index as the local store, loaded at start and then fed by
 //! a watch of the bucket, so a registration made through any worker is visible on all of them as

@@ -7,8 +7,13 @@
 //! call hands it to its own local executor (`Service::serve_peer`): the first worker has checked
 //! its arguments, its rate and its cluster slot already.
 //!
+//! With a cluster secret every call and reply is signed and checked ([`super::trust`]): a call
+//! that fails is refused unrun, a reply that fails passed over (each call has an inbox of its
+//! own, so a forged reply cannot stand in for the real one).
+//!
 //! A body over the NATS server's max payload travels through the object store `wasmrpc_payloads`
-//! instead (the message names the object; its reader deletes it). A call to a named worker that
+//! instead (the message names the object; its reader deletes it; its writer too, once its call
+//! is over, see [`payload::Leftover`] and `UNREAD_REPLY_AFTER`), within the store's byte cap. A call to a named worker that
 //! is not a live member, or that dies during the call, is UNAVAILABLE as soon as that is known; a
 //! call to any worker goes to the live workers in turn and moves on to another when the one it
 //! was sent to dies or stops serving, so it runs at least once (it may run twice when a worker
