@@ -40,6 +40,10 @@ pub const TIME: &str = "Wasmrpc-Time";
 pub const DIGEST: &str = "Wasmrpc-Digest";
 /// The header with a message's HMAC.
 pub const SIGNATURE: &str = "Wasmrpc-Signature";
+/// The header with a message's random nonce: two calls alike in every other way (the same
+/// arguments to the same worker in the same millisecond, from two workers) are still two calls,
+/// not one and its replay.
+pub const NONCE: &str = "Wasmrpc-Nonce";
 /// The headers a signature covers, in order (absent ones count as absent). Every header a worker
 /// acts on is here.
 const SIGNED: &[&str] = &[
@@ -54,6 +58,7 @@ const SIGNED: &[&str] = &[
     "Wasmrpc-Worker",
     DIGEST,
     TIME,
+    NONCE,
 ];
 /// What a sealed key-value entry begins with.
 const SEAL: &[u8] = b"wasmrpc-sig1 ";
@@ -188,6 +193,7 @@ impl Trust {
         let Some(key) = &self.key else { return };
         headers.insert(DIGEST, hex::encode(Sha256::digest(body)).as_str());
         headers.insert(TIME, now_ms().to_string().as_str());
+        headers.insert(NONCE, hex::encode(super::rand_id()).as_str());
         let tag = hmac::sign(key, &Self::message_input(subject, headers));
         headers.insert(SIGNATURE, hex::encode(tag.as_ref()).as_str());
     }
@@ -427,6 +433,16 @@ mod tests {
             Err(Untrusted::Unsigned)
         );
         assert_eq!(t.check("wasmrpc.call.w1", None), Err(Untrusted::Unsigned));
+    }
+
+    #[test]
+    fn two_calls_alike_are_two_calls() {
+        let t = trust("0123456789abcdef-secret");
+        let (mut one, mut two) = (HeaderMap::new(), HeaderMap::new());
+        t.sign("s", &mut one, b"body");
+        t.sign("s", &mut two, b"body");
+        assert_eq!(t.check_once("s", Some(&one)), Ok(()));
+        assert_eq!(t.check_once("s", Some(&two)), Ok(()));
     }
 
     #[test]
