@@ -160,6 +160,17 @@ pub struct ServeSettings {
         value_delimiter = ','
     )]
     pub allow_origin: Option<Vec<String>>,
+    /// A file holding the cluster's secret (at least 16 bytes, the same on every worker): the
+    /// workers sign every call, reply and shared entry with it and refuse what is not signed
+    /// (docs/cluster.md, "Trust"). The variable WASMRPC_CLUSTER_SECRET may hold the secret
+    /// itself instead. Needed unless NATS is on this machine.
+    #[arg(long, env = "WASMRPC_CLUSTER_SECRET_FILE")]
+    pub cluster_secret_file: Option<PathBuf>,
+    /// The most the cluster's payload store (call bodies over NATS's max payload, in flight
+    /// between workers) may hold, in MiB (default 1024; give every worker the same). A large
+    /// call that finds it full is refused with UNAVAILABLE, to be tried again.
+    #[arg(long, env = "WASMRPC_CLUSTER_PAYLOAD_STORE_MIB")]
+    pub cluster_payload_store_mib: Option<u64>,
 }
 
 macro_rules! merge_fields {
@@ -211,7 +222,9 @@ impl ServeSettings {
             cluster_ca,
             allow_origin,
             idle_timeout_s,
-            max_connections_per_peer
+            max_connections_per_peer,
+            cluster_secret_file,
+            cluster_payload_store_mib
         );
         self
     }
@@ -370,6 +383,12 @@ impl ServeSettings {
                 advertise: self.advertise.clone(),
                 replicas: self.cluster_replicas.unwrap_or(1).clamp(1, 5),
                 ca: self.cluster_ca.clone(),
+                secret: cluster_secret(self.cluster_secret_file.as_deref())?,
+                payload_store_bytes: self
+                    .cluster_payload_store_mib
+                    .unwrap_or(crate::cluster::calls::PAYLOAD_STORE_MIB)
+                    .max(1)
+                    .saturating_mul(1 << 20),
             }),
             (Some(_), None) => anyhow::bail!(
                 "--cluster needs --name: every worker of a cluster has a unique name \
@@ -397,6 +416,32 @@ impl ServeSettings {
             open_defaults,
             server_limits,
         })
+    }
+}
+
+/// The cluster's secret: from `--cluster-secret-file`, else from `WASMRPC_CLUSTER_SECRET` (read
+/// here, not by clap, so the value is in no `--help` and no command line), else none.
+fn cluster_secret(
+    file: Option<&std::path::Path>,
+) -> anyhow::Result<Option<crate::cluster::trust::ClusterSecret>> {
+    use crate::cluster::trust::ClusterSecret;
+    if let Some(file) = file {
+        let text = std::fs::read_to_string(file).map_err(|e| {
+            anyhow::anyhow!(
+                "--cluster-secret-file {}: cannot read it: {e}",
+                file.display()
+            )
+        })?;
+        let from = format!("--cluster-secret-file {}", file.display());
+        return ClusterSecret::new(&text, &from)
+            .map(Some)
+            .map_err(anyhow::Error::msg);
+    }
+    match std::env::var("WASMRPC_CLUSTER_SECRET") {
+        Ok(text) => ClusterSecret::new(&text, "WASMRPC_CLUSTER_SECRET")
+            .map(Some)
+            .map_err(anyhow::Error::msg),
+        Err(_) => Ok(None),
     }
 }
 

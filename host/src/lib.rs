@@ -54,6 +54,7 @@ pub mod internals {
     pub use crate::accept::{ServeOptions, ThreadHooks, serve_connections};
     pub use crate::allocator::Allocator;
     pub use crate::cluster::NatsRegistry;
+    pub use crate::cluster::trust::{ClusterSecret, Trust};
     pub use crate::registry::{NewRegistration, RegistrationLimits, Registry};
     pub use crate::runtime::{Runtime, RuntimeConfig};
     pub use crate::tenancy::TenantId;

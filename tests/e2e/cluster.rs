@@ -834,15 +834,19 @@ fn a_tenants_call_rate_holds_across_workers() {
 }
 
 /// A worker's module store, opened directly on `nats` (as `wasmrpc serve --cluster` opens it).
-async fn open_store(nats: &Nats) -> wasmrpc_host::internals::NatsRegistry {
+pub(crate) async fn open_store(nats: &Nats) -> wasmrpc_host::internals::NatsRegistry {
     let client = async_nats::connect(nats.url()).await.unwrap();
-    wasmrpc_host::internals::NatsRegistry::open(&async_nats::jetstream::new(client), 1)
-        .await
-        .unwrap()
+    wasmrpc_host::internals::NatsRegistry::open(
+        &async_nats::jetstream::new(client),
+        1,
+        wasmrpc_host::internals::Trust::new(None),
+    )
+    .await
+    .unwrap()
 }
 
 /// A registration of `name` for `tenant` (a method with no inputs or outputs) within `limits`.
-fn registration(
+pub(crate) fn registration(
     tenant: &wasmrpc_host::internals::TenantId,
     name: &str,
     limits: wasmrpc_host::internals::RegistrationLimits,

@@ -11,6 +11,8 @@ mod client_sdk;
 mod cluster;
 mod cluster_chaos;
 mod cluster_client;
+mod cluster_storage;
+mod cluster_trust;
 mod compiles;
 mod connections;
 mod embedded;

@@ -8,10 +8,10 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use async_nats::jetstream::kv::{self, Operation};
-use bytes::Bytes;
 use futures_util::StreamExt as _;
 
 use super::ClusterError;
+use super::trust::{Refused, Trust};
 use crate::tenancy::TenantId;
 
 /// The bucket of barrier arrivals.
@@ -53,6 +53,7 @@ pub enum BarrierError {
 /// NATS failed.
 pub async fn arrive(
     kv: &kv::Store,
+    trust: &Trust,
     tenant: &TenantId,
     name: &str,
     member: &str,
@@ -64,7 +65,8 @@ pub async fn arrive(
         .watch_with_history(format!("{prefix}.*"))
         .await
         .map_err(|e| BarrierError::Nats(e.to_string()))?;
-    kv.put(format!("{prefix}.{}", hex::encode(member)), Bytes::new())
+    let key = format!("{prefix}.{}", hex::encode(member));
+    kv.put(&key, trust.seal(BUCKET, &key, b""))
         .await
         .map_err(|e| BarrierError::Nats(e.to_string()))?;
     let mut seen = BTreeSet::new();
@@ -81,6 +83,11 @@ pub async fn arrive(
         };
         match entry.operation {
             Operation::Put => {
+                if let Err(why) = trust.open(BUCKET, &entry.key, &entry.value) {
+                    // A forged arrival (a client without the secret) does not count.
+                    trust.refused(Refused::Entry(BUCKET), why);
+                    continue;
+                }
                 seen.insert(who);
             }
             Operation::Delete | Operation::Purge => {

@@ -5,7 +5,9 @@
 //! a time. The bucket's max age drops an entry nobody refreshes, which frees the name; the live view
 //! of the members ([`Members`]) comes from a watch of the bucket and counts a member as present
 //! while its last heartbeat is younger than the TTL. A worker always counts itself while it holds
-//! its name, NATS reachable or not: it can run calls whatever the bucket says.
+//! its name, NATS reachable or not: it can run calls whatever the bucket says. Entries are sealed
+//! with the cluster's secret ([`super::trust`]) at each heartbeat; one not sealed by a worker of
+//! the cluster, or sealed long ago (a replay), is never counted.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -16,6 +18,7 @@ use bytes::Bytes;
 use futures_util::StreamExt as _;
 
 use super::ClusterError;
+use super::trust::{Refused, Trust, Untrusted};
 
 /// The bucket of worker infos.
 pub const BUCKET: &str = "wasmrpc_workers";
@@ -175,7 +178,7 @@ pub async fn bucket(
 }
 
 /// Keep `members` up to date from the bucket until the watch ends (the connection closed).
-pub async fn watch(kv: kv::Store, members: Arc<Members>) {
+pub async fn watch(kv: kv::Store, members: Arc<Members>, trust: Trust) {
     loop {
         let mut entries = match kv.watch_with_history(">").await {
             Ok(entries) => entries,
@@ -194,7 +197,9 @@ pub async fn watch(kv: kv::Store, members: Arc<Members>) {
                 }
             };
             match entry.operation {
-                Operation::Put => match serde_json::from_slice::<WorkerInfo>(&entry.value) {
+                Operation::Put => match open(&trust, &entry.key, &entry.value).and_then(|v| {
+                    serde_json::from_slice::<WorkerInfo>(v).map_err(|e| e.to_string())
+                }) {
                     Ok(info) => {
                         // A change seen as it happens counts from now, by this machine's clock
                         // alone. An entry from before the watch counts from when it was written
@@ -208,12 +213,28 @@ pub async fn watch(kv: kv::Store, members: Arc<Members>) {
                         };
                         members.saw(info, at);
                     }
-                    Err(e) => tracing::warn!(key = entry.key, error = %e, "unreadable worker info"),
+                    Err(e) => tracing::debug!(key = entry.key, error = %e, "ignored worker info"),
                 },
                 Operation::Delete | Operation::Purge => members.left(&entry.key),
             }
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The value of a worker's entry, if this cluster's worker wrote it within the trust window
+/// (a heartbeat rewrites it every second: an older one is a replay); refusals are logged.
+fn open<'a>(trust: &Trust, key: &str, value: &'a [u8]) -> Result<&'a [u8], String> {
+    match trust.open(BUCKET, key, value) {
+        Ok((value, at)) if trust.fresh(at) => Ok(value),
+        Ok(_) => {
+            trust.refused(Refused::Entry(BUCKET), Untrusted::Stale);
+            Err(Untrusted::Stale.to_string())
+        }
+        Err(why) => {
+            trust.refused(Refused::Entry(BUCKET), why);
+            Err(why.to_string())
+        }
     }
 }
 
@@ -252,21 +273,20 @@ impl Membership {
         kv: kv::Store,
         info: WorkerInfo,
         members: Arc<Members>,
+        trust: Trust,
     ) -> Result<Membership, ClusterError> {
         let key = key_of(&info.name);
         let value = Bytes::from(serde_json::to_vec(&info).expect("a worker info serialises"));
         let give_up = Instant::now() + MEMBER_TTL + HEARTBEAT * 2;
         let revision = loop {
-            match kv.create(&key, value.clone()).await {
+            match kv.create(&key, trust.seal(BUCKET, &key, &value)).await {
                 Ok(revision) => break revision,
                 Err(e) if e.kind() == CreateErrorKind::AlreadyExists => {
                     if Instant::now() >= give_up {
-                        let holder = kv
-                            .get(&key)
-                            .await
-                            .ok()
-                            .flatten()
-                            .and_then(|v| serde_json::from_slice::<WorkerInfo>(&v).ok());
+                        let holder = kv.get(&key).await.ok().flatten().and_then(|v| {
+                            let v = trust.open(BUCKET, &key, &v).ok()?.0;
+                            serde_json::from_slice::<WorkerInfo>(v).ok()
+                        });
                         return Err(ClusterError::NameTaken {
                             name: info.name.clone(),
                             holder: holder.map(|h| format!("{}:{}", h.ip, h.port)),
@@ -281,15 +301,16 @@ impl Membership {
         let value = Arc::new(RwLock::new(value));
         let beat_now = Arc::new(tokio::sync::Notify::new());
         let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let heartbeat = tokio::spawn(beat(
-            kv.clone(),
-            info.clone(),
-            value.clone(),
-            beat_now.clone(),
-            revision,
-            lost.clone(),
-            members.clone(),
-        ));
+        let heart = Heart {
+            kv: kv.clone(),
+            me: info.clone(),
+            value: value.clone(),
+            now: beat_now.clone(),
+            lost: lost.clone(),
+            members: members.clone(),
+            trust,
+        };
+        let heartbeat = tokio::spawn(beat(heart, revision));
         Ok(Membership {
             kv,
             info,
@@ -337,16 +358,28 @@ impl Membership {
     }
 }
 
-/// Refresh the entry every [`HEARTBEAT`] (and when woken), re-taking it after NATS lost it.
-async fn beat(
+/// What the heartbeat works with.
+struct Heart {
     kv: kv::Store,
     me: WorkerInfo,
     value: Arc<RwLock<Bytes>>,
     now: Arc<tokio::sync::Notify>,
-    mut revision: u64,
     lost: Arc<std::sync::atomic::AtomicBool>,
     members: Arc<Members>,
-) {
+    trust: Trust,
+}
+
+/// Refresh the entry every [`HEARTBEAT`] (and when woken), re-taking it after NATS lost it.
+async fn beat(heart: Heart, mut revision: u64) {
+    let Heart {
+        kv,
+        me,
+        value,
+        now,
+        lost,
+        members,
+        trust,
+    } = heart;
     let key = key_of(&me.name);
     loop {
         tokio::select! {
@@ -357,6 +390,8 @@ async fn beat(
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
+        // Sealed afresh each time: an entry sealed long ago is taken for a replay.
+        let current = trust.seal(BUCKET, &key, &current);
         match kv.update(&key, current.clone(), revision).await {
             Ok(r) => revision = r,
             Err(e) => {
@@ -366,7 +401,12 @@ async fn beat(
                 if let Ok(r) = kv.create(&key, current).await {
                     revision = r;
                 } else if let Ok(Some(entry)) = kv.entry(&key).await {
-                    match serde_json::from_slice::<WorkerInfo>(&entry.value) {
+                    let Ok((value, _)) = trust.open(BUCKET, &key, &entry.value) else {
+                        // Not a worker's (forged): it holds no name; the next beat overwrites it.
+                        revision = entry.revision;
+                        continue;
+                    };
+                    match serde_json::from_slice::<WorkerInfo>(value) {
                         Ok(i) if i.instance == me.instance => revision = entry.revision,
                         Ok(_) => {
                             tracing::error!(

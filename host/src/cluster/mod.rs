@@ -13,6 +13,7 @@ pub mod rates;
 pub mod slots;
 pub mod store;
 pub mod tenants;
+pub mod trust;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -90,6 +91,10 @@ pub struct ClusterSettings {
     pub replicas: usize,
     /// CA certificates to trust for NATS over TLS (`--cluster-ca`).
     pub ca: Option<std::path::PathBuf>,
+    /// The secret every worker signs with (`--cluster-secret-file`, `WASMRPC_CLUSTER_SECRET`).
+    pub secret: Option<trust::ClusterSecret>,
+    /// The most the payload store may hold, in bytes (`--cluster-payload-store-mib`).
+    pub payload_store_bytes: u64,
 }
 
 impl ClusterSettings {
@@ -180,6 +185,8 @@ pub struct Cluster {
     barriers: async_nats::jetstream::kv::Store,
     rates: rates::NatsRates,
     slots: Arc<slots::NatsSlots>,
+    /// Signs and checks what this worker exchanges over NATS.
+    trust: trust::Trust,
 }
 
 impl Cluster {
@@ -210,6 +217,7 @@ impl Cluster {
                     settings.urls_for_display()
                 ))
             })?;
+        let trust = trusted(settings, &addrs)?;
         // NATS started alongside the workers may not listen yet, and a NATS cluster that has just
         // started elects its JetStream leader first: both are waited for, within JETSTREAM_WAIT.
         let give_up = std::time::Instant::now() + JETSTREAM_WAIT;
@@ -238,10 +246,10 @@ impl Cluster {
         let (registry, workers, barriers, rates) = loop {
             let opened = async {
                 Ok::<_, ClusterError>((
-                    NatsRegistry::open(&js, settings.replicas).await?,
+                    NatsRegistry::open(&js, settings.replicas, trust.clone()).await?,
                     members::bucket(&js, settings.replicas).await?,
                     barrier::bucket(&js, settings.replicas).await?,
-                    rates::NatsRates::open(&js, settings.replicas).await?,
+                    rates::NatsRates::open(&js, settings.replicas, trust.clone()).await?,
                 ))
             };
             match opened.await {
@@ -254,7 +262,11 @@ impl Cluster {
             }
         };
         let members = Arc::new(Members::default());
-        tokio::spawn(members::watch(workers.clone(), members.clone()));
+        tokio::spawn(members::watch(
+            workers.clone(),
+            members.clone(),
+            trust.clone(),
+        ));
         let info = WorkerInfo {
             name: settings.name.clone(),
             rank: settings.rank,
@@ -270,13 +282,14 @@ impl Cluster {
             instance: hex::encode(rand_id()),
             draining: false,
         };
-        let membership = Membership::join(workers, info, members.clone()).await?;
+        let membership = Membership::join(workers, info, members.clone(), trust.clone()).await?;
         // Once the name is this worker's: holdings an earlier process of the name left go.
         let slots = slots::NatsSlots::open(
             &js,
             settings.replicas,
             settings.name.clone(),
             members.clone(),
+            trust.clone(),
         )
         .await?;
         let calls = Arc::new(
@@ -285,8 +298,12 @@ impl Cluster {
                 js.clone(),
                 settings.name.clone(),
                 members.clone(),
-                settings.replicas,
+                calls::PayloadStore {
+                    replicas: settings.replicas,
+                    max_bytes: settings.payload_store_bytes,
+                },
                 membership.lost(),
+                trust.clone(),
             )
             .await?,
         );
@@ -305,6 +322,7 @@ impl Cluster {
             barriers,
             rates,
             slots,
+            trust,
         })
     }
 
@@ -337,7 +355,7 @@ impl Cluster {
         directory: Arc<crate::tenancy::TenantDirectory>,
         replicas: usize,
     ) -> Result<(), ClusterError> {
-        tenants::share(&self.js, replicas, directory).await
+        tenants::share(&self.js, replicas, directory, self.trust.clone()).await
     }
 
     /// Serve calls other workers send here, with `service`.
@@ -394,7 +412,7 @@ impl Peers for Cluster {
         member: &str,
         count: usize,
     ) -> Result<Vec<String>, ServiceError> {
-        barrier::arrive(&self.barriers, tenant, name, member, count)
+        barrier::arrive(&self.barriers, &self.trust, tenant, name, member, count)
             .await
             .map_err(|e| {
                 ServiceError::unavailable_because(
@@ -402,6 +420,49 @@ impl Peers for Cluster {
                     e,
                 )
             })
+    }
+}
+
+/// How this worker trusts what comes over NATS: by the cluster's secret, or (without one, only
+/// with NATS on this machine) not at all, which it says loudly. It also warns when NATS asks for
+/// neither credentials nor TLS.
+fn trusted(settings: &ClusterSettings, addrs: &[ServerAddr]) -> Result<trust::Trust, ClusterError> {
+    let local = |a: &ServerAddr| {
+        let host = a.host().trim_matches(['[', ']']);
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    };
+    if addrs
+        .iter()
+        .any(|a| a.username().is_none() && !a.tls_required())
+        && settings.ca.is_none()
+    {
+        tracing::warn!(
+            cluster = settings.urls_for_display(),
+            "NATS is reached without credentials and without TLS: anyone who reaches it can read \
+             the calls' arguments and results; give NATS a user and password (in the --cluster \
+             URL) and TLS (docs/cluster.md, \"Trust\")"
+        );
+    }
+    match &settings.secret {
+        Some(secret) => Ok(trust::Trust::new(Some(secret))),
+        None if addrs.iter().all(local) => {
+            tracing::warn!(
+                "no cluster secret: calls and shared entries on NATS are NOT authenticated, and \
+                 any process of this machine that reaches NATS can run calls as any tenant; give \
+                 every worker the same --cluster-secret-file (or WASMRPC_CLUSTER_SECRET)"
+            );
+            Ok(trust::Trust::new(None))
+        }
+        None => Err(ClusterError::Settings(format!(
+            "--cluster {}: NATS is not on this machine and no cluster secret was given: anyone \
+             who reaches NATS could run calls as any tenant. Give every worker the same secret \
+             with --cluster-secret-file FILE (or WASMRPC_CLUSTER_SECRET); docs/cluster.md, \
+             \"Trust\"",
+            settings.urls_for_display()
+        ))),
     }
 }
 

@@ -10,9 +10,9 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_nats::jetstream::kv;
-use bytes::Bytes;
 
 use super::ClusterError;
+use super::trust::{Refused, Trust};
 use crate::tenancy::TenantId;
 use crate::tenancy::rate::{Leased, SharedRates, refill_and_take_after, wait_for_one};
 
@@ -29,6 +29,8 @@ const LEASE_WAIT: Duration = Duration::from_millis(500);
 #[derive(Debug, Clone)]
 pub struct NatsRates {
     kv: kv::Store,
+    /// Seals the tokens: a forged entry (a client without the secret) counts as a full bucket.
+    trust: Trust,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -56,6 +58,7 @@ impl NatsRates {
     pub async fn open(
         js: &async_nats::jetstream::Context,
         replicas: usize,
+        trust: Trust,
     ) -> Result<NatsRates, ClusterError> {
         let kv = super::expiring_bucket(
             js,
@@ -66,7 +69,7 @@ impl NatsRates {
             "creating the rates bucket",
         )
         .await?;
-        Ok(NatsRates { kv })
+        Ok(NatsRates { kv, trust })
     }
 
     async fn try_lease(
@@ -79,9 +82,18 @@ impl NatsRates {
         let now = now_ms();
         let (held, revision) = match &entry {
             Some(e) if e.operation == kv::Operation::Put => {
-                let state: State = serde_json::from_slice(&e.value).map_err(|e| e.to_string())?;
-                let elapsed = now.saturating_sub(state.at_ms) as f64 / 1e3;
-                (Some((state.tokens, elapsed)), Some(e.revision))
+                match self.trust.open(BUCKET, key, &e.value) {
+                    Ok((value, _)) => {
+                        let state: State =
+                            serde_json::from_slice(value).map_err(|e| e.to_string())?;
+                        let elapsed = now.saturating_sub(state.at_ms) as f64 / 1e3;
+                        (Some((state.tokens, elapsed)), Some(e.revision))
+                    }
+                    Err(why) => {
+                        self.trust.refused(Refused::Entry(BUCKET), why);
+                        (None, Some(e.revision))
+                    }
+                }
             }
             Some(e) => (None, Some(e.revision)),
             None => (None, None),
@@ -89,13 +101,12 @@ impl NatsRates {
         // A tenant seen for the first time (or idle past the TTL) has a full bucket.
         let (tokens, elapsed) = held.unwrap_or((per_second as f64, 0.0));
         let (left, taken) = refill_and_take_after(tokens, elapsed, per_second, want);
-        let value = Bytes::from(
-            serde_json::to_vec(&State {
-                tokens: left,
-                at_ms: now,
-            })
-            .map_err(|e| e.to_string())?,
-        );
+        let value = serde_json::to_vec(&State {
+            tokens: left,
+            at_ms: now,
+        })
+        .map_err(|e| e.to_string())?;
+        let value = self.trust.seal(BUCKET, key, &value);
         let written = match revision {
             Some(revision) => self.kv.update(key, value, revision).await.is_ok(),
             None => self.kv.create(key, value).await.is_ok(),

@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::kv;
-use bytes::Bytes;
 use futures_util::StreamExt as _;
 
 use super::ClusterError;
 use super::members::Members;
+use super::trust::{Refused, Trust};
 use crate::admission::AdmissionError;
 use crate::tenancy::TenantId;
 use crate::tenancy::slots::{CallSlots, SlotGuard};
@@ -43,6 +43,8 @@ pub struct NatsSlots {
     kv: kv::Store,
     me: String,
     members: Arc<Members>,
+    /// Seals the holdings: forged ones (a client without the secret) count for nothing.
+    trust: Trust,
     local: Mutex<HashMap<TenantId, Local>>,
     /// Serialises this worker's writes of its own holdings (a take and a give-back of the same
     /// tenant must not overwrite each other's count).
@@ -64,6 +66,7 @@ impl NatsSlots {
         replicas: usize,
         me: String,
         members: Arc<Members>,
+        trust: Trust,
     ) -> Result<Arc<NatsSlots>, ClusterError> {
         let kv = super::lasting_bucket(
             js,
@@ -77,6 +80,7 @@ impl NatsSlots {
             kv,
             me,
             members,
+            trust,
             local: Mutex::new(HashMap::new()),
             writes: tokio::sync::Mutex::new(()),
             freed: tokio::sync::Notify::new(),
@@ -120,10 +124,19 @@ impl NatsSlots {
                 .map_err(|_| "NATS did not answer".to_owned())?
                 .map_err(|e| e.to_string())?;
             let (mut holdings, revision): (Holdings, Option<u64>) = match &entry {
-                Some(e) if e.operation == kv::Operation::Put => (
-                    serde_json::from_slice(&e.value).map_err(|e| e.to_string())?,
-                    Some(e.revision),
-                ),
+                Some(e) if e.operation == kv::Operation::Put => {
+                    match self.trust.open(BUCKET, key, &e.value) {
+                        Ok((value, _)) => (
+                            serde_json::from_slice(value).map_err(|e| e.to_string())?,
+                            Some(e.revision),
+                        ),
+                        // Not a worker's: overwritten as if empty.
+                        Err(why) => {
+                            self.trust.refused(Refused::Entry(BUCKET), why);
+                            (Holdings::new(), Some(e.revision))
+                        }
+                    }
+                }
                 Some(e) => (Holdings::new(), Some(e.revision)),
                 None => (Holdings::new(), None),
             };
@@ -141,7 +154,8 @@ impl NatsSlots {
             } else {
                 holdings.insert(self.me.clone(), own);
             }
-            let value = Bytes::from(serde_json::to_vec(&holdings).map_err(|e| e.to_string())?);
+            let value = serde_json::to_vec(&holdings).map_err(|e| e.to_string())?;
+            let value = self.trust.seal(BUCKET, key, &value);
             let written = match revision {
                 Some(revision) => self.kv.update(key, value, revision).await.is_ok(),
                 None => self.kv.create(key, value).await.is_ok(),

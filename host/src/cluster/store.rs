@@ -1,7 +1,8 @@
 //! The module store of a cluster: the [`Registry`] trait on JetStream. Component bytes live in the
 //! object store `wasmrpc_blobs` under their digest (verified on every load, as locally);
 //! registrations in the key-value bucket `wasmrpc_registrations`, one key per (tenant, name,
-//! version), each value a [`record`] as the local store writes it.
+//! version), each value a [`record`] as the local store writes it, sealed with the cluster's
+//! secret ([`super::trust`]): a record a worker of the cluster did not write is never indexed.
 //!
 //! Every worker keeps the same in-memory index as the local store, loaded at start and then fed by
 //! a watch of the bucket, so a registration made through any worker is visible on all of them as
@@ -27,6 +28,7 @@ use futures_util::StreamExt as _;
 use tokio::io::AsyncReadExt as _;
 
 use super::ClusterError;
+use super::trust::{Refused, Trust};
 use crate::registry::index::RegistrationIndex;
 use crate::registry::record;
 use crate::registry::{Digest, NewRegistration, Registration, Registry, RegistryError};
@@ -59,6 +61,8 @@ pub struct NatsRegistry {
     /// Serialises this worker's writes, so its own quota checks and version picks do not race
     /// each other (other workers' writes are ordered by the compare-and-set creates).
     write_lock: Arc<tokio::sync::Mutex<()>>,
+    /// Seals each record, so one a client without the secret writes is never indexed.
+    trust: Trust,
 }
 
 impl std::fmt::Debug for NatsRegistry {
@@ -142,6 +146,7 @@ impl NatsRegistry {
     pub async fn open(
         js: &async_nats::jetstream::Context,
         replicas: usize,
+        trust: Trust,
     ) -> Result<NatsRegistry, ClusterError> {
         let kv = super::lasting_bucket(
             js,
@@ -189,7 +194,14 @@ impl NatsRegistry {
             if let Some(entry) = entry
                 && entry.operation == Operation::Put
             {
-                index.insert(decode(&entry.value).map_err(|e| ClusterError::Store(e.to_string()))?);
+                let value = match trust.open(REGISTRATIONS, &k, &entry.value) {
+                    Ok((value, _)) => value,
+                    Err(why) => {
+                        trust.refused(Refused::Entry(REGISTRATIONS), why);
+                        continue;
+                    }
+                };
+                index.insert(decode(value).map_err(|e| ClusterError::Store(e.to_string()))?);
                 revisions.insert(k, entry.revision);
             }
         }
@@ -201,6 +213,7 @@ impl NatsRegistry {
             revisions: Arc::new(RwLock::new(revisions)),
             applied: Arc::new(tokio::sync::watch::Sender::new(last)),
             write_lock: Arc::new(tokio::sync::Mutex::new(())),
+            trust,
         };
         tokio::spawn(registry.clone().follow(last + 1));
         tokio::spawn(registry.clone().sweep_forever());
@@ -241,12 +254,18 @@ impl NatsRegistry {
 
     fn apply(&self, key: &str, operation: Operation, value: &[u8], revision: u64) {
         match operation {
-            Operation::Put => match decode(value) {
-                Ok(r) => {
-                    self.index_mut().insert(r);
-                    self.revisions_mut().insert(key.to_owned(), revision);
-                }
-                Err(e) => tracing::warn!(key, error = %e, "unreadable registration in the bucket"),
+            Operation::Put => match self.trust.open(REGISTRATIONS, key, value) {
+                // Not written by a worker of this cluster: never indexed, never run.
+                Err(why) => self.trust.refused(Refused::Entry(REGISTRATIONS), why),
+                Ok((value, _)) => match decode(value) {
+                    Ok(r) => {
+                        self.index_mut().insert(r);
+                        self.revisions_mut().insert(key.to_owned(), revision);
+                    }
+                    Err(e) => {
+                        tracing::warn!(key, error = %e, "unreadable registration in the bucket");
+                    }
+                },
             },
             Operation::Delete | Operation::Purge => match parse_key(key) {
                 Some((tenant, name, version)) => {
@@ -446,6 +465,19 @@ impl Registry for NatsRegistry {
         if !self.connected() {
             return Err(cut_off("nothing was changed; try again"));
         }
+        // A registration over its tenant's quota by this worker's view stores nothing: the blob
+        // of one refused would stay until the sweep (checked again below, under the lock and
+        // once committed, where a refusal leaves its blob to the sweep: another registration of
+        // the same bytes may be on its way to use it).
+        if let Some(why) = self.index().over_quota(
+            &new.tenant,
+            &new.name,
+            &digest,
+            component.len() as u64,
+            &new.limits,
+        ) {
+            return Err(RegistryError::Quota(why));
+        }
         // Unused blobs are swept only past BLOB_GRACE, and this writes one again when it is older
         // than half of that: it stays for the registration below (checked again after it). A
         // blob that lands late, without its registration, is swept like any unused one.
@@ -483,7 +515,9 @@ impl Registry for NatsRegistry {
                 signature: new.signature.clone(),
             };
             let k = key(new.tenant.as_str(), &new.name, version);
-            let record = Bytes::from(record::encode(&registration));
+            let record =
+                self.trust
+                    .seal(REGISTRATIONS, &k, record::encode(&registration).as_bytes());
             if !self.connected() {
                 return Err(cut_off("nothing was changed; try again"));
             }

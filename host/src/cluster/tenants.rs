@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_nats::jetstream::kv::{self, CreateErrorKind, Operation};
-use bytes::Bytes;
 use futures_util::StreamExt as _;
 
 use super::ClusterError;
+use super::trust::{Refused, Trust, Untrusted, now_ms};
 use crate::tenancy::TenantDirectory;
 use crate::tenancy::directory::SharedDirectory;
 
@@ -27,12 +27,23 @@ struct NatsDirectory {
     /// The revision of the copy this worker holds (0: none yet).
     revision: Arc<AtomicU64>,
     runtime: tokio::runtime::Handle,
+    trust: Trust,
+    /// When the copy this worker holds was sealed: a newer copy is sealed later still (see
+    /// [`next_seal`]), so an older one put back (a replay, say of a revoked key) is refused.
+    sealed: Arc<AtomicU64>,
+}
+
+/// The time to seal the next copy at: now, or just after the copy held if this worker's clock
+/// is behind the writer's, so the copies' times always increase.
+fn next_seal(sealed: &AtomicU64) -> u64 {
+    now_ms().max(sealed.load(Ordering::Acquire).saturating_add(1))
 }
 
 impl SharedDirectory for NatsDirectory {
     fn publish(&self, bytes: &[u8]) -> Result<(), String> {
         let (kv, revision) = (self.kv.clone(), self.revision.load(Ordering::Acquire));
-        let bytes = Bytes::copy_from_slice(bytes);
+        let at = next_seal(&self.sealed);
+        let bytes = self.trust.seal_at(BUCKET, KEY, bytes, at);
         // The directory's changes are synchronous (as its file writes are): the NATS round trip
         // runs on the server's runtime from a thread of its own, while this one waits.
         let runtime = self.runtime.clone();
@@ -53,6 +64,7 @@ impl SharedDirectory for NatsDirectory {
         match published {
             Ok(Ok(next)) => {
                 self.revision.fetch_max(next, Ordering::AcqRel);
+                self.sealed.fetch_max(at, Ordering::AcqRel);
                 Ok(())
             }
             Ok(Err(e)) => Err(format!(
@@ -73,6 +85,7 @@ pub async fn share(
     js: &async_nats::jetstream::Context,
     replicas: usize,
     directory: Arc<TenantDirectory>,
+    trust: Trust,
 ) -> Result<(), ClusterError> {
     let kv = super::lasting_bucket(
         js,
@@ -83,23 +96,37 @@ pub async fn share(
     )
     .await?;
     let revision = Arc::new(AtomicU64::new(0));
+    let sealed = Arc::new(AtomicU64::new(0));
     let local = directory.share(Box::new(NatsDirectory {
         kv: kv.clone(),
         revision: revision.clone(),
         runtime: tokio::runtime::Handle::current(),
+        trust: trust.clone(),
+        sealed: sealed.clone(),
     }));
+    let following = Following {
+        directory: directory.clone(),
+        revision: revision.clone(),
+        trust: trust.clone(),
+        sealed: sealed.clone(),
+    };
     let current = kv
         .entry(KEY)
         .await
         .map_err(|e| ClusterError::nats("reading the tenant directory", e))?
         .filter(|e| e.operation == Operation::Put);
+    let first = now_ms();
     let current = match current {
         Some(entry) => entry,
         // The first worker with keys: its directory becomes the cluster's.
-        None => match kv.create(KEY, Bytes::from(local)).await {
+        None => match kv
+            .create(KEY, trust.seal_at(BUCKET, KEY, &local, first))
+            .await
+        {
             Ok(r) => {
                 revision.store(r, Ordering::Release);
-                tokio::spawn(follow(kv, directory, revision));
+                sealed.store(first, Ordering::Release);
+                tokio::spawn(follow(kv, following));
                 return Ok(());
             }
             Err(e) if e.kind() == CreateErrorKind::AlreadyExists => kv
@@ -110,16 +137,40 @@ pub async fn share(
             Err(e) => return Err(ClusterError::nats("publishing the tenant directory", e)),
         },
     };
+    let (value, at) = trust.open(BUCKET, KEY, &current.value).map_err(|why| {
+        ClusterError::Store(format!(
+            "the tenant directory in NATS (bucket {BUCKET}, key {KEY}) cannot be trusted: {why}. \
+             Either this worker's cluster secret differs from the other workers' (give every \
+             worker the same --cluster-secret-file), or the directory was written without one \
+             (before the cluster had a secret, or forged): delete it (`nats kv del {BUCKET} \
+             {KEY}`) and start the workers again; the first publishes its own"
+        ))
+    })?;
     directory
-        .adopt(&current.value)
+        .adopt(value)
         .map_err(|e| ClusterError::Store(e.to_string()))?;
     revision.store(current.revision, Ordering::Release);
-    tokio::spawn(follow(kv, directory, revision));
+    sealed.store(at, Ordering::Release);
+    tokio::spawn(follow(kv, following));
     Ok(())
 }
 
+/// What following the shared copy updates.
+struct Following {
+    directory: Arc<TenantDirectory>,
+    revision: Arc<AtomicU64>,
+    trust: Trust,
+    sealed: Arc<AtomicU64>,
+}
+
 /// Adopt every newer copy of the directory, for as long as the connection lives.
-async fn follow(kv: kv::Store, directory: Arc<TenantDirectory>, revision: Arc<AtomicU64>) {
+async fn follow(kv: kv::Store, following: Following) {
+    let Following {
+        directory,
+        revision,
+        trust,
+        sealed,
+    } = following;
     loop {
         let mut changes = match kv.watch_with_history(KEY).await {
             Ok(changes) => changes,
@@ -136,9 +187,27 @@ async fn follow(kv: kv::Store, directory: Arc<TenantDirectory>, revision: Arc<At
             {
                 continue;
             }
-            match directory.adopt(&change.value) {
+            let opened = match trust.open(BUCKET, KEY, &change.value) {
+                // An older copy put back is refused like a forged one.
+                Ok((_, at)) if trust.enforced() && at <= sealed.load(Ordering::Acquire) => {
+                    Err(Untrusted::Stale)
+                }
+                opened => opened,
+            };
+            let (value, at) = match opened {
+                Ok(opened) => opened,
+                Err(why) => {
+                    trust.refused(Refused::Entry(BUCKET), why);
+                    // The next change made here writes over it (a compare-and-set on the
+                    // revision it took), rather than failing on it forever.
+                    revision.fetch_max(change.revision, Ordering::AcqRel);
+                    continue;
+                }
+            };
+            match directory.adopt(value) {
                 Ok(()) => {
                     revision.fetch_max(change.revision, Ordering::AcqRel);
+                    sealed.fetch_max(at, Ordering::AcqRel);
                 }
                 Err(e) => tracing::warn!(error = %e, "could not adopt the tenant directory"),
             }

@@ -7,8 +7,13 @@
 //! call hands it to its own local executor (`Service::serve_peer`): the first worker has checked
 //! its arguments, its rate and its cluster slot already.
 //!
+//! With a cluster secret every call and reply is signed and checked ([`super::trust`]): a call
+//! that fails is refused unrun, a reply that fails passed over (each call has an inbox of its
+//! own, so a forged reply cannot stand in for the real one).
+//!
 //! A body over the NATS server's max payload travels through the object store `wasmrpc_payloads`
-//! instead (the message names the object; its reader deletes it). A call to a named worker that
+//! instead (the message names the object; its reader deletes it; its writer too, once its call
+//! is over, see [`payload::Leftover`] and `UNREAD_REPLY_AFTER`), within the store's byte cap. A call to a named worker that
 //! is not a live member, or that dies during the call, is UNAVAILABLE as soon as that is known; a
 //! call to any worker goes to the live workers in turn and moves on to another when the one it
 //! was sent to dies or stops serving, so it runs at least once (it may run twice when a worker
@@ -29,12 +34,32 @@ use wasmrpc_proto::{Code, Tensor};
 
 use super::ClusterError;
 use super::members::{Members, subject_token};
+use super::trust::Trust;
 use crate::admission::{CallLimits, TenantShare};
 use crate::error::ServiceError;
 use crate::execute::{Call, Executed, Executor, LocalExecutor, Placement};
 
 /// The object store of bodies too large for one message.
 pub const PAYLOADS: &str = "wasmrpc_payloads";
+/// The default of `--cluster-payload-store-mib`: the most the payload store holds, in MiB. A
+/// body stays there only while its call is in flight, so this bounds the large calls in flight
+/// at once across the cluster (and what anyone could pile up in NATS's storage).
+pub const PAYLOAD_STORE_MIB: u64 = 1024;
+/// How long after its reply is sent a reply's object in the payload store is deleted by the
+/// worker that wrote it, read or not: a caller reads it at once, so one still there is its
+/// caller's that has gone (killed, or cut off) and would otherwise stay for the store's max age.
+pub const UNREAD_REPLY_AFTER: Duration = Duration::from_secs(10);
+/// How long a body may stay in the payload store: it collects those of dead workers.
+const PAYLOAD_MAX_AGE: Duration = Duration::from_secs(600);
+
+/// How the payload store is set up.
+#[derive(Debug, Clone, Copy)]
+pub struct PayloadStore {
+    /// Replicas of its stream.
+    pub replicas: usize,
+    /// The most it holds, in bytes.
+    pub max_bytes: u64,
+}
 /// Room left in a message for its headers when deciding whether its body fits.
 const HEADER_ROOM: usize = 8 << 10;
 /// How long past its deadline a call may take to answer: the callee loads a component it has not
@@ -46,6 +71,9 @@ const LIVENESS_CHECK: Duration = Duration::from_millis(200);
 /// leaves gracefully sends its last answers just before its member entry is deleted, and the
 /// caller may see the deletion first.
 const LEAVING_ANSWER_GRACE: Duration = Duration::from_secs(1);
+/// How long a caller waits for a trusted reply once one it cannot trust came (another worker's
+/// secret differs, or a forged reply raced the real one).
+const UNTRUSTED_REPLY_GRACE: Duration = Duration::from_secs(2);
 /// How long leaving waits for one NATS operation (NATS may be down).
 pub const NATS_STEP: Duration = Duration::from_secs(2);
 /// Calls served at once for other workers (a bound on tasks; admission bounds the running).
@@ -153,6 +181,11 @@ pub struct Calls {
     serving: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Set when another worker took this one's name: its calls are left to that worker.
     lost: Arc<std::sync::atomic::AtomicBool>,
+    /// Signs what this worker sends and checks what it receives.
+    trust: Trust,
+    js: async_nats::jetstream::Context,
+    /// The payload store's cap, in bytes.
+    payload_max_bytes: u64,
 }
 
 impl std::fmt::Debug for Calls {
@@ -173,18 +206,40 @@ impl Calls {
         js: async_nats::jetstream::Context,
         me: String,
         members: Arc<Members>,
-        replicas: usize,
+        store: PayloadStore,
         lost: Arc<std::sync::atomic::AtomicBool>,
+        trust: Trust,
     ) -> Result<Calls, ClusterError> {
+        let max_bytes = i64::try_from(store.max_bytes).unwrap_or(i64::MAX);
         let payloads = match js.get_object_store(PAYLOADS).await {
-            Ok(store) => store,
+            Ok(payloads) => {
+                // A store made before the cap (or with another): this worker's cap applies.
+                let stream = format!("OBJ_{PAYLOADS}");
+                let mut config = js
+                    .get_stream(&stream)
+                    .await
+                    .map_err(|e| ClusterError::nats("reading the payload store", e))?
+                    .info()
+                    .await
+                    .map_err(|e| ClusterError::nats("reading the payload store", e))?
+                    .config
+                    .clone();
+                if config.max_bytes != max_bytes {
+                    config.max_bytes = max_bytes;
+                    js.update_stream(config)
+                        .await
+                        .map_err(|e| ClusterError::nats("capping the payload store", e))?;
+                }
+                payloads
+            }
             Err(_) => js
                 .create_object_store(object_store::Config {
                     bucket: PAYLOADS.to_owned(),
                     description: Some("wasmrpc: call bodies over the max payload".to_owned()),
                     // Bodies are deleted by their reader; this collects those of dead workers.
-                    max_age: Duration::from_secs(600),
-                    num_replicas: replicas,
+                    max_age: PAYLOAD_MAX_AGE,
+                    max_bytes,
+                    num_replicas: store.replicas,
                     ..Default::default()
                 })
                 .await
@@ -200,6 +255,9 @@ impl Calls {
             stop: Arc::new(Notify::new()),
             serving: Mutex::new(None),
             lost,
+            trust,
+            js,
+            payload_max_bytes: store.max_bytes,
         })
     }
 }

@@ -6,15 +6,19 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use async_nats::{HeaderMap, Request, RequestErrorKind};
+use async_nats::HeaderMap;
 use bytes::Bytes;
+use futures_util::StreamExt as _;
 use wasmrpc_proto::{Code, Tensor, tensor_list};
 
 use super::{
     ANSWER_GRACE, Attempt, Calls, CarriedLimits, LEAVING_ANSWER_GRACE, LIMITS, LIVENESS_CHECK,
-    METHOD, TENANT, TIMEOUT_MS, VERSION, subject,
+    METHOD, OBJECT, TENANT, TIMEOUT_MS, UNTRUSTED_REPLY_GRACE, VERSION, header, subject,
 };
 use crate::admission::CallLimits;
+use crate::cluster::calls::payload::Leftover;
+use crate::cluster::trust::Trust;
+use crate::cluster::trust::{Refused, Untrusted};
 use crate::error::ServiceError;
 use crate::execute::{Call, Executed, LocalExecutor, Placement};
 use crate::registry::Registration;
@@ -185,50 +189,96 @@ impl Calls {
             Ok(p) => p,
             Err(e) => return Attempt::Failed(e),
         };
-        let request = Request::new()
-            .headers(headers)
-            .payload(payload)
-            .timeout(Some(left + ANSWER_GRACE));
+        // The body's object, if it went through the payload store, goes when this attempt ends,
+        // however it ends: read or not, its client there or gone.
+        let _request_object = headers.get(OBJECT).map(|name| Leftover {
+            payloads: self.payloads.clone(),
+            name: name.as_str().to_owned(),
+        });
+        let subject = subject(worker);
+        // Signed once every header is set; the digest covers the body wherever it travels.
+        self.trust.sign(&subject, &mut headers, body);
+        // The reply comes to an inbox of this call's own, where a reply this worker cannot trust
+        // (another secret, a forgery racing the real one) is passed over.
+        let inbox = self.client.new_inbox();
+        let replies = match self.client.subscribe(inbox.clone()).await {
+            Ok(replies) => AwaitedReply {
+                replies: Some(replies),
+                payloads: self.payloads.clone(),
+                trust: self.trust.clone(),
+                until: Instant::now() + left + ANSWER_GRACE,
+            },
+            Err(e) => {
+                return Attempt::Failed(ServiceError::unavailable_because(
+                    format!("the call could not be sent to worker `{worker}`; try again"),
+                    e,
+                ));
+            }
+        };
         // NATS core messages are sent at most once: a request or reply in flight when the
         // connection drops is lost, so an interrupted connection ends the attempt like a death.
         let stats = self.client.statistics();
         let connects = stats.connects.load(Ordering::Relaxed);
-        let mut sent = std::pin::pin!(self.client.send_request(subject(worker), request));
-        let gone = async {
-            let mut tick = tokio::time::interval(LIVENESS_CHECK);
-            loop {
-                tick.tick().await;
-                if let Some(why) = self.vanished(worker, instance.as_deref()) {
-                    return why;
-                }
-                let connected =
-                    self.client.connection_state() == async_nats::connection::State::Connected;
-                if !connected || stats.connects.load(Ordering::Relaxed) != connects {
-                    return format!(
-                        "the connection to NATS was interrupted during the call to worker \
+        if let Err(e) = self
+            .client
+            .publish_with_reply_and_headers(subject, inbox, headers, payload)
+            .await
+        {
+            return Attempt::Failed(ServiceError::unavailable_because(
+                format!("the call could not be sent to worker `{worker}`; try again"),
+                e,
+            ));
+        }
+        let mut replies = replies;
+        // In a block of its own: `sent` borrows `replies` until the reply is in.
+        let reply = {
+            let mut sent = std::pin::pin!(self.reply(&mut replies, left + ANSWER_GRACE));
+            let gone = async {
+                let mut tick = tokio::time::interval(LIVENESS_CHECK);
+                loop {
+                    tick.tick().await;
+                    if let Some(why) = self.vanished(worker, instance.as_deref()) {
+                        return why;
+                    }
+                    let connected =
+                        self.client.connection_state() == async_nats::connection::State::Connected;
+                    if !connected || stats.connects.load(Ordering::Relaxed) != connects {
+                        return format!(
+                            "the connection to NATS was interrupted during the call to worker \
                          `{worker}` (it may or may not have run)"
-                    );
+                        );
+                    }
                 }
-            }
-        };
-        let reply = tokio::select! {
-            biased;
-            reply = &mut sent => reply,
-            why = gone => {
-                // A worker that leaves answers its last calls first, but its leaving can be
-                // seen here before the answer is: wait a moment for an answer on its way.
-                match tokio::time::timeout(LEAVING_ANSWER_GRACE, &mut sent).await {
-                    Ok(reply) => reply,
-                    Err(_) => return Attempt::Gone(why),
+            };
+            tokio::select! {
+                biased;
+                reply = &mut sent => reply,
+                why = gone => {
+                    // A worker that leaves answers its last calls first, but its leaving can be
+                    // seen here before the answer is: wait a moment for an answer on its way.
+                    match tokio::time::timeout(LEAVING_ANSWER_GRACE, &mut sent).await {
+                        Ok(reply) => reply,
+                        Err(_) => return Attempt::Gone(why),
+                    }
                 }
             }
         };
         match reply {
-            Ok(msg) => Attempt::Done(self.answer(msg).await),
-            Err(e) if e.kind() == RequestErrorKind::NoResponders => {
+            Ok(msg) => {
+                let answer = self.answer(msg).await;
+                // Read (its object, if any, deleted by the reading): nothing left to collect.
+                replies.replies = None;
+                Attempt::Done(answer)
+            }
+            Err(NoReply::NoResponders) => {
                 Attempt::Gone(format!("worker `{worker}` is not serving calls"))
             }
-            Err(e) if e.kind() == RequestErrorKind::TimedOut => {
+            Err(NoReply::Untrusted(why)) => Attempt::Failed(ServiceError::unavailable(format!(
+                "worker `{worker}` answered, but not with this worker's cluster secret ({why}): \
+                 every worker needs the same --cluster-secret-file; the call may or may not \
+                 have run"
+            ))),
+            Err(NoReply::TimedOut) => {
                 if let Some(why) = self.vanished(worker, instance.as_deref()) {
                     Attempt::Gone(why)
                 } else {
@@ -238,12 +288,100 @@ impl Calls {
                     }))
                 }
             }
-            Err(e) => Attempt::Failed(ServiceError::unavailable_because(
-                format!("the call could not be sent to worker `{worker}`; try again"),
-                e,
-            )),
+            Err(NoReply::Closed) => Attempt::Failed(ServiceError::unavailable(format!(
+                "the connection to NATS closed during the call to worker `{worker}` (it may or \
+                 may not have run)"
+            ))),
         }
     }
+
+    /// The first reply on `replies` this worker can trust, within `within`. One it cannot
+    /// trust is logged and passed over; if no trusted one follows within
+    /// [`UNTRUSTED_REPLY_GRACE`], the call ends with why.
+    async fn reply(
+        &self,
+        awaited: &mut AwaitedReply,
+        within: Duration,
+    ) -> Result<async_nats::Message, NoReply> {
+        let Some(replies) = awaited.replies.as_mut() else {
+            return Err(NoReply::Closed);
+        };
+        let until = Instant::now() + within;
+        let mut untrusted: Option<(Instant, Untrusted)> = None;
+        loop {
+            let wait_until =
+                untrusted.map_or(until, |(at, _)| until.min(at + UNTRUSTED_REPLY_GRACE));
+            match tokio::time::timeout_at(wait_until.into(), replies.next()).await {
+                Ok(Some(msg)) => {
+                    if msg.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
+                        return Err(NoReply::NoResponders);
+                    }
+                    match self.trust.check(msg.subject.as_str(), msg.headers.as_ref()) {
+                        Ok(()) => return Ok(msg),
+                        Err(why) => {
+                            self.trust.refused(Refused::Reply, why);
+                            untrusted.get_or_insert((Instant::now(), why));
+                        }
+                    }
+                }
+                Ok(None) => return Err(NoReply::Closed),
+                Err(_) => {
+                    return Err(
+                        untrusted.map_or(NoReply::TimedOut, |(_, why)| NoReply::Untrusted(why))
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The subscription a call's reply comes to. Dropped before the reply was read (the attempt
+/// given up, or its client gone and the call's future dropped), it keeps listening until the
+/// call's time is up, in a task of its own, to delete the reply's object from the payload store
+/// as soon as it comes, rather than leave it there for the store's whole max age.
+struct AwaitedReply {
+    replies: Option<async_nats::Subscriber>,
+    payloads: async_nats::jetstream::object_store::ObjectStore,
+    trust: Trust,
+    until: Instant,
+}
+
+impl Drop for AwaitedReply {
+    fn drop(&mut self) {
+        let Some(mut replies) = self.replies.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (payloads, trust, until) = (self.payloads.clone(), self.trust.clone(), self.until);
+        runtime.spawn(async move {
+            while let Ok(Some(msg)) = tokio::time::timeout_at(until.into(), replies.next()).await {
+                if trust
+                    .check(msg.subject.as_str(), msg.headers.as_ref())
+                    .is_err()
+                {
+                    continue;
+                }
+                if let Some(name) = header(&msg, OBJECT) {
+                    let _ = payloads.delete(&name).await;
+                }
+                return;
+            }
+        });
+    }
+}
+
+/// Why a call's attempt got no reply it could use.
+enum NoReply {
+    /// Nobody listens on the worker's subject.
+    NoResponders,
+    /// None within the time.
+    TimedOut,
+    /// Only replies this worker cannot trust.
+    Untrusted(Untrusted),
+    /// The subscription ended (the connection closed).
+    Closed,
 }
 
 /// What every attempt of one call sends.

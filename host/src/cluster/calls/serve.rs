@@ -12,10 +12,11 @@ use wasmrpc_proto::{Code, Tensor};
 use wasmrpc_proto::tensor_list;
 
 use super::{
-    CODE, Calls, CarriedLimits, LIMITS, MAX_SERVED, METHOD, NATS_STEP, TENANT, TIMEOUT_MS, VERSION,
-    WORKER, header, set_error, subject,
+    CODE, Calls, CarriedLimits, LIMITS, MAX_SERVED, METHOD, NATS_STEP, OBJECT, TENANT, TIMEOUT_MS,
+    UNREAD_REPLY_AFTER, VERSION, WORKER, header, set_error, subject,
 };
 use crate::cluster::ClusterError;
+use crate::cluster::trust::Refused;
 use crate::error::ServiceError;
 use crate::service::{PeerCall, Service};
 use crate::tenancy::TenantId;
@@ -103,12 +104,30 @@ impl Calls {
         let Some(reply_to) = msg.reply.clone() else {
             return;
         };
-        let result = self.run(service, &msg).await;
+        // Nothing of a call that is not signed with the cluster's secret is acted on (its body
+        // is not even fetched): it is refused, and the refusal logged.
+        let result = match self
+            .trust
+            .check_once(msg.subject.as_str(), msg.headers.as_ref())
+        {
+            Ok(()) => self.run(service, &msg).await,
+            Err(why) => {
+                self.trust.refused(Refused::Call, why);
+                Err(ServiceError::Remote {
+                    code: Code::Unauthenticated,
+                    message: "the call was not signed with this cluster's secret: every worker \
+                              needs the same --cluster-secret-file"
+                        .to_owned(),
+                })
+            }
+        };
         let mut headers = HeaderMap::new();
         headers.insert(WORKER, self.me.as_str());
+        let mut logical = Bytes::new();
         let body = match result {
             Ok(outputs) => {
                 let body = tensor_list::encode(&outputs);
+                logical = body.clone();
                 match self.outgoing(&mut headers, &body).await {
                     Ok(body) => {
                         headers.insert(CODE, "OK");
@@ -116,6 +135,7 @@ impl Calls {
                     }
                     Err(e) => {
                         set_error(&mut headers, e.code(), &e.to_string());
+                        logical = Bytes::new();
                         Bytes::new()
                     }
                 }
@@ -132,6 +152,16 @@ impl Calls {
                 Bytes::new()
             }
         };
+        self.trust.sign(reply_to.as_str(), &mut headers, &logical);
+        // A reply's object its caller never reads (the caller gone) goes soon, not after the
+        // store's max age; the caller reads it at once and deletes it itself.
+        let _unread = headers.get(OBJECT).map(|name| {
+            let (payloads, name) = (self.payloads.clone(), name.as_str().to_owned());
+            tokio::spawn(async move {
+                tokio::time::sleep(UNREAD_REPLY_AFTER).await;
+                let _ = payloads.delete(&name).await;
+            })
+        });
         if let Err(e) = self
             .client
             .publish_with_headers(reply_to, headers, body)
@@ -162,6 +192,13 @@ impl Calls {
             .and_then(|l| serde_json::from_str(&l).ok())
             .ok_or_else(|| bad("limits"))?;
         let body = self.incoming(msg).await?;
+        if let Err(why) = self.trust.check_body(msg.headers.as_ref(), &body) {
+            self.trust.refused(Refused::Call, why);
+            return Err(ServiceError::Remote {
+                code: Code::Unauthenticated,
+                message: format!("the call's body could not be trusted ({why})"),
+            });
+        }
         let args =
             tensor_list::decode(&body).map_err(|e| ServiceError::Arguments(e.to_string()))?;
         service
