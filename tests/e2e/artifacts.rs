@@ -272,7 +272,7 @@ fn the_compile_child_sees_none_of_the_servers_environment() {
     let mut stream = http.connect();
     write!(
         stream,
-        "PUT /v1/methods/slow HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n",
+        "PUT /v1/methods/slow HTTP/1.1\r\nhost: localhost\r\ncontent-length: {}\r\n\r\n",
         slow.len()
     )
     .unwrap();

@@ -130,7 +130,7 @@ fn a_large_reply_whose_caller_died_is_deleted_from_the_payload_store() {
     let mut s = a.http().connect();
     write!(
         s,
-        "POST /v1/methods/huge/call?worker=b HTTP/1.1\r\nHost: a\r\nContent-Type: \
+        "POST /v1/methods/huge/call?worker=b HTTP/1.1\r\nHost: localhost\r\nContent-Type: \
          application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     )
