@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 use crate::accept::serve_connections;
+use crate::admission::BytesBudget;
 use crate::api::{AppState, metrics_router, router};
 use crate::cluster::Cluster;
 use crate::config::ServerConfig;
@@ -206,6 +207,11 @@ impl App {
             service: self.service.clone(),
             limits: self.config.http.clone(),
             access: self.access.clone(),
+            bytes_in_flight: BytesBudget::for_calls(
+                self.config.http.max_bytes_in_flight,
+                self.config.http.max_request_bytes,
+                self.config.admin_key_file.is_some(),
+            ),
         });
         // A worker leaves its cluster when shutdown begins (no new calls come from other workers;
         // those running finish), while HTTP drains its own.

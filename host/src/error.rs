@@ -147,7 +147,8 @@ impl ServiceError {
             ServiceError::Admission(
                 AdmissionError::Overloaded { .. }
                 | AdmissionError::TenantBusy { .. }
-                | AdmissionError::RateLimited { .. },
+                | AdmissionError::RateLimited { .. }
+                | AdmissionError::BytesBudget { .. },
             )
             | ServiceError::Quota(_)
             | ServiceError::Store(RegistryError::Quota(_)) => Code::ResourceExhausted,
@@ -175,7 +176,9 @@ impl ServiceError {
                 Some(*retry_after)
             }
             ServiceError::Admission(
-                AdmissionError::Overloaded { .. } | AdmissionError::TenantBusy { .. },
+                AdmissionError::Overloaded { .. }
+                | AdmissionError::TenantBusy { .. }
+                | AdmissionError::BytesBudget { .. },
             ) => Some(Duration::from_secs(1)),
             _ => None,
         }

@@ -12,6 +12,7 @@ mod cluster_client;
 mod compiles;
 mod embedded;
 mod examples;
+mod in_flight;
 mod instantiation;
 mod kserve;
 mod kserve_binary;

@@ -12,7 +12,7 @@ use wasmrpc_proto::{CallRequest, CallResponse, Code, DeleteResponse, MethodList,
 
 use super::AppState;
 use super::auth::Tenant;
-use super::body::{read_call_body, read_limited};
+use super::body::{hold_arguments, read_call_body, read_limited};
 use super::error::ApiError;
 use super::path::MethodName;
 use super::query::ApiQuery;
@@ -122,12 +122,23 @@ pub async fn call(
     // Refused before the body is read.
     state.service.check_placement(&placement)?;
     let (parts, body) = request.into_parts();
-    let bytes = read_call_body(&state.limits, &parts.headers, body).await?;
+    // Held until the call's arguments are dropped, when this returns.
+    let (bytes, mut held) = read_call_body(
+        &state.limits,
+        &state.bytes_in_flight,
+        &caller.tenant,
+        &parts.headers,
+        body,
+    )
+    .await?;
     // One pass over the body: each argument goes straight into its tensor. A body that is not a
     // call request is refused before the method is looked up; a bad argument after, so that its
     // message can name the argument.
     let decoded = json::decode_call_request(&bytes);
     drop(bytes);
+    if let Ok(request) = &decoded {
+        hold_arguments(&mut held, &request.args)?;
+    }
     let request = match decoded {
         Err(CallRequestError::Body(e)) => {
             return Err(ApiError::new(

@@ -45,6 +45,9 @@ pub struct HttpLimits {
     /// Time a client may take to send a request's whole body, counted from when the handler
     /// starts reading it (`body::read_limited`).
     pub body_read_timeout: Duration,
+    /// Bytes of call bodies and decoded arguments all calls may hold at once (never less than
+    /// `max_request_bytes`): `admission/bytes.rs`.
+    pub max_bytes_in_flight: usize,
 }
 
 impl Default for HttpLimits {
@@ -55,6 +58,9 @@ impl Default for HttpLimits {
             // fifth of that. A server with little memory should lower it.
             max_request_bytes: 256 << 20,
             body_read_timeout: Duration::from_secs(30),
+            // Four bodies of the largest size: bounded, and room for several large calls
+            // at once on any server that has the memory for one.
+            max_bytes_in_flight: 1 << 30,
         }
     }
 }
@@ -68,6 +74,8 @@ pub struct AppState {
     pub limits: HttpLimits,
     /// Who may do what: the keys, and the quotas.
     pub access: Access,
+    /// The bytes of call bodies and arguments in flight (`HttpLimits::max_bytes_in_flight`).
+    pub bytes_in_flight: crate::admission::BytesBudget,
 }
 
 /// The application: every route of the native API with its layers.
