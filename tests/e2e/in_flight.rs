@@ -84,6 +84,33 @@ fn a_shape_past_the_rank_limit_is_a_small_fast_invalid_argument_in_every_form() 
     assert_eq!(outputs(&r)[0]["shape"].as_array().unwrap().len(), 64);
 }
 
+/// A guest's output is held to the same limit: one of rank 65 or 100 000 is the guest's fault,
+/// INTERNAL naming the method, as other malformed outputs are, and small.
+#[test]
+fn a_guest_output_past_the_rank_limit_is_internal_and_small() {
+    let server = TestServer::start(&[]);
+    let http = server.http();
+    register(&http, "wide", "guest-hostile", Some("wide_output"));
+    for rank in [65.0, 100_000.0] {
+        let started = Instant::now();
+        let r = http.call("wide", json!([tensor("float32", &[1], json!([rank]))]), 0);
+        let took = started.elapsed();
+        assert_eq!(r.status, 500, "{}", String::from_utf8_lossy(&r.body));
+        assert_eq!(r.code(), "INTERNAL");
+        assert!(
+            r.message()
+                .contains("method `wide_output` returned a malformed output 0")
+                && r.message().contains("at most 64"),
+            "{}",
+            r.message()
+        );
+        assert!(r.body.len() < 1024, "an answer of {} bytes", r.body.len());
+        assert!(took < FAST, "rank {rank}: {took:?}");
+    }
+    let r = http.call("wide", json!([tensor("float32", &[1], json!([64.0]))]), 0);
+    assert_eq!(outputs(&r)[0]["shape"].as_array().unwrap().len(), 64);
+}
+
 /// Two workers with softmax (any rank) registered on the first.
 fn two_with_softmax(nats: &Nats) -> (TestServer, TestServer) {
     let (a, b) = (worker(nats, "a", &[]), worker(nats, "b", &[]));
