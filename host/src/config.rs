@@ -44,8 +44,9 @@ pub struct ServeSettings {
     /// Largest call request body, in bytes.
     #[arg(long, env = "WASMRPC_MAX_REQUEST_BYTES")]
     pub max_request_bytes: Option<usize>,
-    /// Bytes of call bodies and decoded arguments held at once, all calls together (never less
-    /// than --max-request-bytes; default 1 GiB); past it calls get a fast 429 with Retry-After.
+    /// Bytes of request bodies (calls, uploads) and of calls' decoded arguments held at once
+    /// (default 1 GiB, never less than the largest body a request may have); past it requests
+    /// get a fast 429 with Retry-After.
     #[arg(long, env = "WASMRPC_MAX_BYTES_IN_FLIGHT")]
     pub max_bytes_in_flight: Option<usize>,
     /// Calls running at once.
@@ -274,7 +275,6 @@ impl ServeSettings {
         if let Some(v) = self.max_bytes_in_flight {
             http.max_bytes_in_flight = v;
         }
-        http.max_bytes_in_flight = http.max_bytes_in_flight.max(http.max_request_bytes);
         // Every server's connection threads, the embedded one's too, run the same choreography.
         let mut serve = ServeOptions {
             thread_hooks: crate::threads::connection_hooks(),

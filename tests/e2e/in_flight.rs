@@ -183,8 +183,12 @@ fn held_body(http: &Http, len: usize) -> TcpStream {
 #[test]
 fn bodies_past_the_bytes_budget_are_refused_fast_with_retry_after_and_the_server_recovers() {
     const MIB: usize = 1 << 20;
+    // The budget is never smaller than the largest body a request may have (a KServe load of
+    // the largest component, base64), so components are held to 1 MiB here too.
     let server = TestServer::start(&[
         "--max-request-bytes",
+        &MIB.to_string(),
+        "--max-component-bytes",
         &MIB.to_string(),
         "--max-bytes-in-flight",
         &(3 * MIB).to_string(),
@@ -244,11 +248,13 @@ fn bodies_past_the_bytes_budget_are_refused_fast_with_retry_after_and_the_server
     let r = read_response(&mut s).unwrap();
     refused(&r, "a chunked body");
     assert!(started.elapsed() < FAST, "{:?}", started.elapsed());
-    // A small call is refused too while the budget is full.
+    // A small call is refused too while the budget is full, and so is an upload.
     refused(
         &http.request("POST", "/v1/methods/softmax/call", Some(small)),
         "a small call",
     );
+    let component = crate::support::guest("example-softmax");
+    refused(&http.put("/v1/methods/another", &component), "an upload");
     // The slow bodies go away; their bytes come back, and calls succeed again.
     drop(held);
     eventually(Duration::from_secs(5), "a call succeeds again", || {

@@ -57,13 +57,13 @@ impl BytesBudget {
         }
     }
 
-    /// The budget of a server whose calls' bodies are at most `max_request_bytes`: `total`,
-    /// never less than one such body; with keys (`shared`), a tenant's share is all but an
-    /// eighth of it, never less than one such body either.
-    pub fn for_calls(total: usize, max_request_bytes: usize, shared: bool) -> Self {
-        let total = total.max(max_request_bytes);
+    /// The budget of a server whose request bodies are at most `largest_body`: `total`, never
+    /// less than one such body; with keys (`shared`), a tenant's share is all but an eighth of
+    /// it, never less than one such body either.
+    pub fn for_bodies(total: usize, largest_body: usize, shared: bool) -> Self {
+        let total = total.max(largest_body);
         let share = if shared {
-            tenant_share_of(total).max(max_request_bytes)
+            tenant_share_of(total).max(largest_body)
         } else {
             total
         };
@@ -229,5 +229,23 @@ mod tests {
         let theirs = budget.take(&other, 200).unwrap();
         drop((held, theirs));
         assert_eq!(budget.held(), 0);
+    }
+
+    #[test]
+    fn the_budget_and_a_tenants_share_always_hold_the_largest_body() {
+        let t = TenantId::new("t");
+        // Set below the largest body: raised to it, for the whole and for a tenant.
+        let small = BytesBudget::for_bodies(100, 1000, true);
+        drop(small.take(&t, 1000).unwrap());
+        assert!(small.take(&t, 1001).is_err());
+        // Without keys the one tenant may hold it all; with keys all but an eighth.
+        let keyless = BytesBudget::for_bodies(8000, 10, false);
+        drop(keyless.take(&t, 8000).unwrap());
+        let keyed = BytesBudget::for_bodies(8000, 10, true);
+        drop(keyed.take(&t, 7000).unwrap());
+        assert!(matches!(
+            keyed.take(&t, 7001),
+            Err(AdmissionError::BytesBudget { tenant: true, .. })
+        ));
     }
 }

@@ -10,33 +10,49 @@ use axum::body::{Body, Bytes};
 use axum::http::HeaderMap;
 use wasmrpc_proto::{Code, Tensor};
 
-use super::HttpLimits;
+use super::AppState;
 use super::error::ApiError;
-use crate::admission::{AdmissionError, BytesBudget, BytesHeld};
+use crate::admission::{AdmissionError, BytesHeld};
 use crate::error::ServiceError;
 use crate::tenancy::TenantId;
 
 /// The body of a call (`/v1/…/call`, `/v2/…/infer`): at most `max_request_bytes`, within the
-/// body timeout, its bytes taken from the server's budget of bytes in flight for `tenant` as it
-/// is read (`admission/bytes.rs`). The hold comes back with the body; the caller keeps it until
-/// the call's arguments are dropped.
+/// body timeout, its bytes held in the server's budget of bytes in flight ([`read_budgeted`]).
+/// The caller keeps the hold until the call's arguments are dropped.
 ///
 /// # Errors
-/// As [`read_limited`]; 429 RESOURCE_EXHAUSTED with `Retry-After` past the budget, before the
-/// body is read when it has a `Content-Length`, as soon as it passes the budget otherwise.
+/// As [`read_budgeted`].
 pub async fn read_call_body(
-    limits: &HttpLimits,
-    budget: &BytesBudget,
+    state: &AppState,
     tenant: &TenantId,
     headers: &HeaderMap,
     body: Body,
 ) -> Result<(Bytes, BytesHeld), ApiError> {
+    read_budgeted(state, tenant, headers, body, state.limits.max_request_bytes).await
+}
+
+/// Read the whole body as [`read_limited`] does, at most `limit` bytes, taking its bytes from
+/// the server's budget of bytes in flight for `tenant` as it is read (`admission/bytes.rs`):
+/// its `Content-Length` up front when it has one, frame by frame otherwise. The hold comes back
+/// with the body.
+///
+/// # Errors
+/// As [`read_limited`]; 429 RESOURCE_EXHAUSTED with `Retry-After` past the budget, before the
+/// body is read when it has a `Content-Length`, as soon as it passes the budget otherwise.
+pub async fn read_budgeted(
+    state: &AppState,
+    tenant: &TenantId,
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<(Bytes, BytesHeld), ApiError> {
     let declared = declared_length(headers);
-    if declared.is_some_and(|n| n > limits.max_request_bytes as u64) {
-        return Err(ApiError::body_too_large(limits.max_request_bytes));
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(ApiError::body_too_large(limit));
     }
-    // At most max_request_bytes, checked above, so it fits in usize.
-    let mut held = budget
+    // At most `limit`, checked above, so it fits in usize.
+    let mut held = state
+        .bytes_in_flight
         .take(tenant, declared.map_or(0, |n| n as usize))
         .map_err(|e| ApiError::from(ServiceError::Admission(e)))?;
     let mut over_budget = None;
@@ -46,13 +62,7 @@ pub async fn read_call_body(
         read: 0,
         over_budget: &mut over_budget,
     };
-    let bytes = read_limited(
-        headers,
-        budgeted,
-        limits.max_request_bytes,
-        limits.body_read_timeout,
-    )
-    .await;
+    let bytes = read_limited(headers, budgeted, limit, state.limits.body_read_timeout).await;
     if let Some(e) = over_budget {
         return Err(ApiError::from(ServiceError::Admission(e)));
     }

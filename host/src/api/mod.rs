@@ -32,6 +32,7 @@ use crate::service::Service;
 use crate::tenancy::Access;
 use error::ApiError;
 use routes::Routes;
+pub use v2_repository::largest_load_body;
 
 /// The header a client names itself in (shows in logs).
 pub const CLIENT_NAME_HEADER: HeaderName =
@@ -45,8 +46,8 @@ pub struct HttpLimits {
     /// Time a client may take to send a request's whole body, counted from when the handler
     /// starts reading it (`body::read_limited`).
     pub body_read_timeout: Duration,
-    /// Bytes of call bodies and decoded arguments all calls may hold at once (never less than
-    /// `max_request_bytes`): `admission/bytes.rs`.
+    /// Bytes of request bodies and calls' decoded arguments all requests may hold at once
+    /// (raised to the largest body a request may have when smaller): `admission/bytes.rs`.
     pub max_bytes_in_flight: usize,
 }
 

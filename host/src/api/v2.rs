@@ -178,14 +178,7 @@ async fn infer(
     state.service.check_placement(&placement)?;
     let header_length = inference_header_length(headers)?;
     // Held until the call's arguments are dropped, when this returns.
-    let (bytes, mut held) = read_call_body(
-        &state.limits,
-        &state.bytes_in_flight,
-        &caller.tenant,
-        headers,
-        body,
-    )
-    .await?;
+    let (bytes, mut held) = read_call_body(&state, &caller.tenant, headers, body).await?;
     // Binary inputs keep slices of `bytes` alive; nothing else of the body is kept.
     let decoded = kserve::decode_infer_request(&bytes, header_length);
     drop(bytes);
