@@ -599,6 +599,22 @@ mod tests {
         assert!(err.to_string().contains("65 dimensions or more"), "{err}");
     }
 
+    /// What a client reads is held to the same limit: an answer (v1 or v2) with an output of
+    /// more than 64 dimensions is refused, not built.
+    #[test]
+    fn answers_with_an_output_past_the_rank_limit_are_refused_by_the_client_too() {
+        let dims = vec!["1"; MAX_RANK + 1].join(",");
+        let v2 = format!(
+            r#"{{"outputs": [{{"name": "y", "datatype": "UINT8", "shape": [{dims}], "data": [1]}}]}}"#
+        );
+        let err = decode_infer_response(&Bytes::from(v2), None).unwrap_err();
+        assert!(err.to_string().contains("65 dimensions or more"), "{err}");
+        let v1 =
+            format!(r#"{{"outputs": [{{"dtype": "uint8", "shape": [{dims}], "data": [1]}}]}}"#);
+        let err = serde_json::from_str::<crate::CallResponse>(&v1).unwrap_err();
+        assert!(err.to_string().contains("65 dimensions or more"), "{err}");
+    }
+
     #[test]
     fn binary_inputs_are_slices_of_the_body() {
         let (body, n) = binary_body(
