@@ -264,3 +264,73 @@ fn bodies_past_the_bytes_budget_are_refused_fast_with_retry_after_and_the_server
     });
     assert_eq!(server.http().get("/healthz").status, 200);
 }
+
+/// With keys, one tenant may fill its queue but not the server's: it leaves an eighth to the
+/// others (`--tenant-max-queued-calls` defaults to `--max-queued-calls` less an eighth). Here 2
+/// slots and 8 places in the queue: a tenant's share is 1 slot and 7 places. One tenant fills
+/// both; another then has a call running and one more that must wait, and finds a place.
+/// (Before issue 32 a tenant's queue was the whole queue: the other's second call was refused.)
+#[test]
+fn with_keys_one_tenant_cannot_fill_the_whole_queue() {
+    let keyed =
+        crate::tenants::Keyed::start(&["--max-concurrent-calls", "2", "--max-queued-calls", "8"]);
+    let hostile = crate::support::guest("guest-hostile");
+    let (flood, _) = keyed.tenant("flood");
+    let (quiet, _) = keyed.tenant("quiet");
+    for http in [&flood, &quiet] {
+        assert_eq!(
+            http.put("/v1/methods/spin?export=spin", &hostile).status,
+            201
+        );
+    }
+    assert_eq!(
+        quiet
+            .put(
+                "/v1/methods/add?export=add",
+                &crate::support::guest("example-add")
+            )
+            .status,
+        201
+    );
+    let spin = |http: &Http, timeout_ms: u64| {
+        http.call("spin", json!([crate::support::scalar_f32(0.0)]), timeout_ms)
+    };
+    let (refused_tx, refused_rx) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        // Twelve of the flooding tenant's calls: one runs, seven wait, the rest are refused.
+        for _ in 0..12 {
+            let (flood, refused_tx) = (flood.clone(), refused_tx.clone());
+            s.spawn(move || {
+                let r = spin(&flood, 4000);
+                if r.status == 429 {
+                    refused_tx.send(r.message()).unwrap();
+                }
+            });
+        }
+        // Its queue is full once four have been refused (three, before issue 32).
+        let mut refusals = Vec::new();
+        while refusals.len() < 3 {
+            refusals.push(refused_rx.recv_timeout(Duration::from_secs(10)).unwrap());
+        }
+        assert!(
+            refusals[0].contains("max_concurrent_calls (1) reached and 7 more calls are waiting"),
+            "{refusals:?}"
+        );
+        // The other tenant: one call runs on the slot left to it, the other waits for it.
+        let quiet_spin = s.spawn(|| spin(&quiet, 1500));
+        let add = quiet.call(
+            "add",
+            json!([
+                tensor("int32", &[1], json!([2])),
+                tensor("int32", &[1], json!([3]))
+            ]),
+            10_000,
+        );
+        let quiet_spin = quiet_spin.join().unwrap();
+        for (what, r) in [("add", &add), ("spin", &quiet_spin)] {
+            assert_ne!(r.status, 429, "{what}: {}", r.message());
+        }
+        assert_eq!(add.status, 200, "{}", String::from_utf8_lossy(&add.body));
+        assert_eq!(quiet_spin.code(), "DEADLINE_EXCEEDED");
+    });
+}
