@@ -367,6 +367,19 @@ mod tests {
             busy.to_string().contains("max_concurrent_calls (2)"),
             "{busy}"
         );
+        let bytes = ServiceError::Admission(AdmissionError::BytesBudget {
+            needed: 10,
+            held: 95,
+            budget: 100,
+            tenant: false,
+        });
+        assert_eq!(bytes.code(), Code::ResourceExhausted);
+        assert_eq!(bytes.retry_after(), Some(Duration::from_secs(1)));
+        assert_eq!(
+            bytes.public_message().unwrap(),
+            "the server holds 95 bytes of request bodies and arguments in flight and this request \
+             needs 10, past its budget of 100 bytes (--max-bytes-in-flight); try again later"
+        );
     }
 
     #[test]

@@ -62,12 +62,12 @@ pub enum AdmissionError {
         /// When the next call would be allowed.
         retry_after: Duration,
     },
-    /// The call's body or arguments would pass the bytes in flight the server (or one tenant)
+    /// A request's body or a call's arguments would pass the bytes in flight the server (or one tenant)
     /// may hold: refused at once (`bytes.rs`).
     #[error(
-        "{} {held} bytes of request bodies and arguments in flight and this call needs {needed}, \
+        "{} {held} bytes of request bodies and arguments in flight and this request needs {needed}, \
          past {}; try again later",
-        if *tenant { "this tenant's calls hold" } else { "the server holds" },
+        if *tenant { "this tenant's requests hold" } else { "the server holds" },
         if *tenant {
             format!("a tenant's share of {budget} bytes (all but an eighth of --max-bytes-in-flight)")
         } else {
@@ -75,9 +75,9 @@ pub enum AdmissionError {
         }
     )]
     BytesBudget {
-        /// Bytes the call would hold.
+        /// Bytes the request would hold.
         needed: usize,
-        /// Bytes other calls hold (the tenant's other calls, for its share).
+        /// Bytes other requests hold (the tenant's others, for its share).
         held: usize,
         /// The budget or share passed.
         budget: usize,
