@@ -62,8 +62,8 @@ pub enum AdmissionError {
         /// When the next call would be allowed.
         retry_after: Duration,
     },
-    /// A request's body or a call's arguments would pass the bytes in flight the server (or one tenant)
-    /// may hold: refused at once (`bytes.rs`).
+    /// A request's body or a call's arguments would pass the bytes in flight the server (or one
+    /// tenant) may hold: refused at once (`bytes.rs`).
     #[error(
         "{} {held} bytes of request bodies and arguments in flight and this request needs {needed}, \
          past {}; try again later",
