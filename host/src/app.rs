@@ -8,7 +8,8 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 use crate::accept::serve_connections;
-use crate::api::{AppState, metrics_router, router};
+use crate::admission::BytesBudget;
+use crate::api::{AppState, largest_load_body, metrics_router, router};
 use crate::cluster::Cluster;
 use crate::config::ServerConfig;
 use crate::metrics::Metrics;
@@ -229,6 +230,15 @@ impl App {
             service: self.service.clone(),
             limits: self.config.http.clone(),
             access: self.access.clone(),
+            bytes_in_flight: BytesBudget::for_bodies(
+                self.config.http.max_bytes_in_flight,
+                // The largest body any request may have: a call's, or a KServe load's.
+                self.config
+                    .http
+                    .max_request_bytes
+                    .max(largest_load_body(self.config.runtime.max_component_bytes)),
+                self.config.admin_key_file.is_some(),
+            ),
         });
         // A worker leaves its cluster when shutdown begins (no new calls come from other workers;
         // those running finish), while HTTP drains its own.

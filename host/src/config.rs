@@ -44,6 +44,11 @@ pub struct ServeSettings {
     /// Largest call request body, in bytes.
     #[arg(long, env = "WASMRPC_MAX_REQUEST_BYTES")]
     pub max_request_bytes: Option<usize>,
+    /// Bytes of request bodies (calls, uploads) and of calls' decoded arguments held at once
+    /// (default 1 GiB, never less than the largest body a request may have); past it requests
+    /// get a fast 429 with Retry-After.
+    #[arg(long, env = "WASMRPC_MAX_BYTES_IN_FLIGHT")]
+    pub max_bytes_in_flight: Option<usize>,
     /// Calls running at once.
     #[arg(long, env = "WASMRPC_MAX_CONCURRENT_CALLS")]
     pub max_concurrent_calls: Option<usize>,
@@ -120,7 +125,8 @@ pub struct ServeSettings {
     /// Default quota: calls of one tenant running at once (default: --max-concurrent-calls).
     #[arg(long, env = "WASMRPC_TENANT_MAX_CONCURRENT_CALLS")]
     pub tenant_max_concurrent_calls: Option<u64>,
-    /// Calls of one tenant that may wait for a slot (default: --max-queued-calls).
+    /// Calls of one tenant that may wait for a slot (default: --max-queued-calls less an eighth
+    /// with keys, all of it without).
     #[arg(long, env = "WASMRPC_TENANT_MAX_QUEUED_CALLS")]
     pub tenant_max_queued_calls: Option<usize>,
     /// Default quota: calls one tenant may start per second (0: no limit).
@@ -192,6 +198,7 @@ impl ServeSettings {
             max_output_bytes,
             max_component_bytes,
             max_request_bytes,
+            max_bytes_in_flight,
             max_concurrent_calls,
             max_queued_calls,
             guest_log_bytes,
@@ -310,6 +317,9 @@ impl ServeSettings {
                     .map_err(|e| anyhow::anyhow!("--allow-origin: {e}"))?,
             );
         }
+        if let Some(v) = self.max_bytes_in_flight {
+            http.max_bytes_in_flight = v;
+        }
         // Every server's connection threads, the embedded one's too, run the same choreography.
         let mut serve = ServeOptions {
             thread_hooks: crate::threads::connection_hooks(),
@@ -404,9 +414,16 @@ impl ServeSettings {
                 .listen
                 .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
             data_dir: self.data_dir.clone().unwrap_or_else(default_data_dir),
-            tenant_max_queued: self
-                .tenant_max_queued_calls
-                .unwrap_or(runtime.max_queued_calls),
+            // With keys, one tenant may not fill the whole queue either (less an eighth, as with
+            // slots); without keys the one implicit tenant may.
+            tenant_max_queued: self.tenant_max_queued_calls.unwrap_or_else(|| {
+                if self.admin_key_file.is_some() {
+                    usize::try_from(shared_slots(runtime.max_queued_calls as u64))
+                        .unwrap_or(runtime.max_queued_calls)
+                } else {
+                    runtime.max_queued_calls
+                }
+            }),
             runtime,
             http,
             serve,
@@ -508,6 +525,14 @@ mod tests {
         let resolved = ServeSettings::default().resolve().unwrap();
         assert_eq!(resolved.tenant_defaults.max_concurrent_calls, 56);
         assert_eq!(resolved.open_defaults.max_concurrent_calls, 64);
+        // The queue too: with keys a tenant leaves an eighth of it to others; without keys the
+        // one implicit tenant may fill it.
+        assert_eq!(resolved.tenant_max_queued, 4096);
+        let keyed = ServeSettings {
+            admin_key_file: Some(PathBuf::from("/nonexistent/admin.key")),
+            ..ServeSettings::default()
+        };
+        assert_eq!(keyed.resolve().unwrap().tenant_max_queued, 3584);
         let told = ServeSettings {
             tenant_max_concurrent_calls: Some(64),
             ..ServeSettings::default()

@@ -147,7 +147,8 @@ impl ServiceError {
             ServiceError::Admission(
                 AdmissionError::Overloaded { .. }
                 | AdmissionError::TenantBusy { .. }
-                | AdmissionError::RateLimited { .. },
+                | AdmissionError::RateLimited { .. }
+                | AdmissionError::BytesBudget { .. },
             )
             | ServiceError::Quota(_)
             | ServiceError::Store(RegistryError::Quota(_)) => Code::ResourceExhausted,
@@ -175,7 +176,9 @@ impl ServiceError {
                 Some(*retry_after)
             }
             ServiceError::Admission(
-                AdmissionError::Overloaded { .. } | AdmissionError::TenantBusy { .. },
+                AdmissionError::Overloaded { .. }
+                | AdmissionError::TenantBusy { .. }
+                | AdmissionError::BytesBudget { .. },
             ) => Some(Duration::from_secs(1)),
             _ => None,
         }
@@ -363,6 +366,19 @@ mod tests {
         assert!(
             busy.to_string().contains("max_concurrent_calls (2)"),
             "{busy}"
+        );
+        let bytes = ServiceError::Admission(AdmissionError::BytesBudget {
+            needed: 10,
+            held: 95,
+            budget: 100,
+            tenant: false,
+        });
+        assert_eq!(bytes.code(), Code::ResourceExhausted);
+        assert_eq!(bytes.retry_after(), Some(Duration::from_secs(1)));
+        assert_eq!(
+            bytes.public_message().unwrap(),
+            "the server holds 95 bytes of request bodies and arguments in flight and this request \
+             needs 10, past its budget of 100 bytes (--max-bytes-in-flight); try again later"
         );
     }
 

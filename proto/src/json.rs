@@ -20,7 +20,7 @@ use serde_json::value::RawValue;
 
 use crate::dtype::DType;
 use crate::messages::CallRequest;
-use crate::tensor::{Tensor, TensorError, element_count, push_string, split_strings};
+use crate::tensor::{MAX_RANK, Tensor, TensorError, element_count, push_string, split_strings};
 
 mod float32;
 mod one_pass;
@@ -271,7 +271,9 @@ impl<'de> Visitor<'de> for TensorSeed<'_> {
                 }
                 "shape" => {
                     shape.is_some() || {
-                        shape = Some(map.next_value()?);
+                        shape = Some(map.next_value_seed(ShapeSeed {
+                            failed: Some(self.failed),
+                        })?);
                         false
                     }
                 }
@@ -304,6 +306,50 @@ impl<'de> Visitor<'de> for TensorSeed<'_> {
     }
 }
 
+/// Reads a JSON shape (a list of integers) and stops at its first dimension past [`MAX_RANK`],
+/// so that a shape of megabytes costs no more than 65 dimensions. The refusal is left in
+/// `failed` when there is one.
+pub(crate) struct ShapeSeed<'f> {
+    pub(crate) failed: Option<&'f Failure>,
+}
+
+impl<'de> DeserializeSeed<'de> for ShapeSeed<'_> {
+    type Value = Vec<i64>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Vec<i64>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ShapeSeed<'_> {
+    type Value = Vec<i64>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a shape: a list of integers")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<i64>, A::Error> {
+        let mut dims = Vec::new();
+        while let Some(d) = seq.next_element::<i64>()? {
+            if dims.len() == MAX_RANK {
+                let error = TensorError::Rank { rank: MAX_RANK + 1 };
+                let text = error.to_string();
+                if let Some(failed) = self.failed {
+                    failed.set(Some(error));
+                }
+                return Err(A::Error::custom(text));
+            }
+            dims.push(d);
+        }
+        Ok(dims)
+    }
+}
+
+/// A `shape` field read with [`ShapeSeed`] (for `#[serde(deserialize_with)]`).
+pub(crate) fn bounded_shape<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<i64>, D::Error> {
+    ShapeSeed { failed: None }.deserialize(d)
+}
+
 /// A tensor from its parsed fields, every value checked.
 pub(crate) fn build_tensor(
     dtype: DType,
@@ -311,6 +357,7 @@ pub(crate) fn build_tensor(
     data: Option<&str>,
     data_b64: Option<&str>,
 ) -> Result<Tensor, TensorError> {
+    crate::tensor::check_rank(shape.len())?;
     if shape.iter().any(|&d| d < 0) {
         return Err(TensorError::NegativeDimension { shape });
     }
@@ -910,6 +957,64 @@ mod tests {
     fn too_many_values_stop_the_parse() {
         let err = parse(r#"{"dtype":"int32","shape":[1],"data":[1,2]}"#).unwrap_err();
         assert!(err.to_string().contains("more values"), "{err}");
+    }
+
+    /// A shape of `rank` ones, then `tail` (JSON or not) in place of the closing bracket.
+    fn long_shape_body(rank: usize, tail: &str) -> String {
+        let dims = vec!["1"; rank].join(",");
+        format!(r#"{{"args":[{{"dtype":"uint8","shape":[{dims}{tail}"#)
+    }
+
+    #[test]
+    fn shapes_past_the_rank_limit_are_refused_at_their_65th_dimension() {
+        for rank in [MAX_RANK + 1, 100_000, 1_000_000] {
+            let body = long_shape_body(rank, r#"],"data":[1]}]}"#);
+            match decode_call_request(body.as_bytes()) {
+                Err(CallRequestError::Argument {
+                    index: 0,
+                    error: TensorError::Rank { rank: 65 },
+                }) => {}
+                other => panic!("rank {rank}: {other:?}"),
+            }
+            let tensor = &body[r#"{"args":["#.len()..body.len() - 2];
+            let err = Tensor::from_json(tensor).unwrap_err();
+            assert!(matches!(err, TensorError::Rank { rank: 65 }), "{err}");
+            assert!(err.to_string().len() < 200, "{err}");
+        }
+        // The parse stops there: what follows the 65th dimension is never read, even when it is
+        // not JSON at all.
+        let broken = long_shape_body(MAX_RANK + 1, ",1,@@@ not json");
+        assert!(matches!(
+            decode_call_request(broken.as_bytes()),
+            Err(CallRequestError::Argument {
+                error: TensorError::Rank { rank: 65 },
+                ..
+            })
+        ));
+        // 64 is fine, both ways.
+        let widest = long_shape_body(MAX_RANK, r#"],"data":[1]}]}"#);
+        assert_eq!(
+            decode_call_request(widest.as_bytes()).unwrap().args[0]
+                .shape()
+                .len(),
+            64
+        );
+        assert!(one_pass_agrees_with_serde(widest.as_bytes()));
+    }
+
+    #[test]
+    fn messages_print_long_shapes_cut_short() {
+        let shape: Vec<u64> = (1..=MAX_RANK as u64).collect();
+        let err = Tensor::from_vec(shape, vec![1u8]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "shape [1, 2, 3, 4, …, 64] (rank 64) has more elements than can be addressed"
+        );
+        let err = Tensor::from_vec(vec![1u64; 40], vec![1u8, 2]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "shape [1, 1, 1, 1, …, 1] (rank 40) needs 1 elements, got 2"
+        );
     }
 
     #[test]

@@ -79,7 +79,13 @@ impl TensorSpec {
                 .iter()
                 .zip(shape)
                 .all(|(d, &n)| matches!(d, Dim::Dynamic) || *d == Dim::Fixed(n));
-        (!fits).then(|| format!("expected shape {}, got {shape:?}", self.shape_text()))
+        (!fits).then(|| {
+            format!(
+                "expected shape {}, got {}",
+                self.shape_text(),
+                crate::tensor::ShortShape(shape)
+            )
+        })
     }
 
     /// The shape as text, `?` for a dynamic dimension: `[?, 3]`, or `any` for any rank.

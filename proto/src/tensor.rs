@@ -7,6 +7,71 @@ use bytes::Bytes;
 
 use crate::dtype::DType;
 
+/// The most dimensions a tensor may have, however it arrives (v1 and v2 JSON, v2 binary, the
+/// inter-worker tensor list, a guest's outputs) and however it is built. Every framework wasmrpc
+/// talks to stays far below it (NumPy allows 64, PyTorch and TensorFlow fewer); a shape longer
+/// than this is an attack or a mistake, and refusing it keeps every shape, and every message
+/// that prints one, small. Parsers stop reading a shape at its 65th dimension.
+///
+/// ```
+/// use wasmrpc_proto::{Tensor, TensorError, tensor::MAX_RANK};
+/// let err = Tensor::from_vec(vec![1u64; MAX_RANK + 1], vec![1u8]).unwrap_err();
+/// assert!(matches!(err, TensorError::Rank { rank: 65 }));
+/// assert!(Tensor::from_vec(vec![1u64; MAX_RANK], vec![1u8]).is_ok());
+/// ```
+pub const MAX_RANK: usize = 64;
+
+/// A shape of at most this many dimensions is printed whole; a longer one as its first
+/// [`SHOWN_DIMS`], an ellipsis and its last. Eight dimensions of 20 digits are under 200 bytes.
+const WHOLE_UP_TO: usize = 8;
+/// How many leading dimensions of a long shape a message prints.
+const SHOWN_DIMS: usize = 4;
+
+/// A shape as error messages print it: whole up to 8 dimensions, and otherwise its first four,
+/// an ellipsis and its last, with its rank (`[1, 2, 3, 4, …, 9] (rank 9)`), so that a message
+/// about a huge shape stays small. Every message that prints a shape goes through it.
+///
+/// ```
+/// use wasmrpc_proto::tensor::ShortShape;
+/// assert_eq!(ShortShape(&[2u64, 3]).to_string(), "[2, 3]");
+/// assert_eq!(ShortShape(&[1u64; 8]).to_string(), "[1, 1, 1, 1, 1, 1, 1, 1]");
+/// assert_eq!(ShortShape(&[1u64, 2, 3, 4, 5, 6, 7, 8, 9]).to_string(), "[1, 2, 3, 4, …, 9] (rank 9)");
+/// assert_eq!(ShortShape::<u64>(&[]).to_string(), "[]");
+/// let long: Vec<i64> = (1..=100_000).collect();
+/// assert_eq!(ShortShape(&long).to_string(), "[1, 2, 3, 4, …, 100000] (rank 100000)");
+/// ```
+pub struct ShortShape<'a, D>(pub &'a [D]);
+
+impl<D: std::fmt::Display> std::fmt::Display for ShortShape<'_, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let dims = self.0;
+        let write_all = |f: &mut std::fmt::Formatter<'_>, dims: &[D]| {
+            for (i, d) in dims.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{d}")?;
+            }
+            Ok(())
+        };
+        f.write_str("[")?;
+        if dims.len() <= WHOLE_UP_TO {
+            write_all(f, dims)?;
+            return f.write_str("]");
+        }
+        write_all(f, &dims[..SHOWN_DIMS])?;
+        write!(f, ", …, {}] (rank {})", dims[dims.len() - 1], dims.len())
+    }
+}
+
+/// `Err(TensorError::Rank)` when `rank` is over [`MAX_RANK`].
+pub(crate) fn check_rank(rank: usize) -> Result<(), TensorError> {
+    if rank > MAX_RANK {
+        return Err(TensorError::Rank { rank });
+    }
+    Ok(())
+}
+
 /// Why a tensor could not be built or read.
 ///
 /// It converts into an INVALID_ARGUMENT [`Status`](crate::Status), so `?` works in functions that
@@ -20,20 +85,30 @@ use crate::dtype::DType;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TensorError {
+    /// More dimensions than [`MAX_RANK`]. A parser that stops at the first dimension too many
+    /// says `MAX_RANK + 1`: the rank is at least that.
+    #[error(
+        "the shape has {rank} dimensions or more; a tensor may have at most {MAX_RANK} \
+         (MAX_RANK)"
+    )]
+    Rank {
+        /// The rank seen (at least; a parser stops counting past the limit).
+        rank: usize,
+    },
     /// A dimension was negative.
-    #[error("shape {shape:?} has a negative dimension")]
+    #[error("shape {} has a negative dimension", ShortShape(shape))]
     NegativeDimension {
         /// The shape as given.
         shape: Vec<i64>,
     },
     /// The product of the dimensions does not fit in 64 bits.
-    #[error("shape {shape:?} has more elements than can be addressed")]
+    #[error("shape {} has more elements than can be addressed", ShortShape(shape))]
     ShapeOverflow {
         /// The shape as given.
         shape: Vec<u64>,
     },
     /// The number of values does not match the shape.
-    #[error("shape {shape:?} needs {expected} elements, got {actual}")]
+    #[error("shape {} needs {expected} elements, got {actual}", ShortShape(shape))]
     ElementCount {
         /// The shape.
         shape: Vec<u64>,
@@ -43,7 +118,10 @@ pub enum TensorError {
         actual: u64,
     },
     /// The raw byte length is not what the dtype and shape need.
-    #[error("{dtype} tensor of shape {shape:?} needs {expected} bytes of data, got {actual}")]
+    #[error(
+        "{dtype} tensor of shape {} needs {expected} bytes of data, got {actual}",
+        ShortShape(shape)
+    )]
     ByteLength {
         /// The dtype.
         dtype: DType,
@@ -231,6 +309,7 @@ impl Tensor {
     /// A tensor from raw little-endian bytes, checked against the dtype and shape.
     ///
     /// # Errors
+    /// [`TensorError::Rank`] past [`MAX_RANK`] dimensions;
     /// [`TensorError::ByteLength`] or [`TensorError::ElementCount`] when the bytes do not fit the
     /// shape; [`TensorError::Value`] for a bool byte other than 0 or 1 or malformed string data.
     ///
@@ -245,6 +324,7 @@ impl Tensor {
         shape: Vec<u64>,
         data: impl Into<Bytes>,
     ) -> Result<Self, TensorError> {
+        check_rank(shape.len())?;
         let data = data.into();
         let count = element_count(&shape)?;
         match dtype.size() {
@@ -284,7 +364,8 @@ impl Tensor {
     /// A tensor of the given shape from typed values, in row-major order.
     ///
     /// # Errors
-    /// [`TensorError::ElementCount`] when `values.len()` is not the product of `shape`.
+    /// [`TensorError::ElementCount`] when `values.len()` is not the product of `shape`;
+    /// [`TensorError::Rank`] past [`MAX_RANK`] dimensions.
     ///
     /// ```
     /// use wasmrpc_proto::Tensor;
@@ -297,6 +378,7 @@ impl Tensor {
         values: Vec<T>,
     ) -> Result<Self, TensorError> {
         let shape = shape.into();
+        check_rank(shape.len())?;
         let expected = element_count(&shape)?;
         if expected != values.len() as u64 {
             return Err(TensorError::ElementCount {
@@ -357,7 +439,8 @@ impl Tensor {
     /// A string tensor (dtype `string`) of the given shape; elements are arbitrary bytes.
     ///
     /// # Errors
-    /// [`TensorError::ElementCount`] when the count does not match the shape.
+    /// [`TensorError::ElementCount`] when the count does not match the shape;
+    /// [`TensorError::Rank`] past [`MAX_RANK`] dimensions.
     ///
     /// # Panics
     /// When one element is 4 GiB or longer.
@@ -373,6 +456,7 @@ impl Tensor {
         values: impl IntoIterator<Item = S>,
     ) -> Result<Self, TensorError> {
         let shape = shape.into();
+        check_rank(shape.len())?;
         let expected = element_count(&shape)?;
         let mut data = Vec::new();
         let mut actual = 0u64;

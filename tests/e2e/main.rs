@@ -17,6 +17,7 @@ mod compiles;
 mod connections;
 mod embedded;
 mod examples;
+mod in_flight;
 mod instantiation;
 mod kserve;
 mod kserve_binary;

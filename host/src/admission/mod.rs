@@ -17,8 +17,10 @@
 //! count against the call's deadline. A call arriving from another worker carries the limits its
 //! first worker admitted it with, and takes only step 4.
 
+mod bytes;
 mod slots;
 
+pub use bytes::{BytesBudget, BytesHeld};
 pub use slots::LocalSlots;
 
 use std::sync::{Arc, OnceLock};
@@ -59,6 +61,28 @@ pub enum AdmissionError {
         per_second: u64,
         /// When the next call would be allowed.
         retry_after: Duration,
+    },
+    /// A request's body or a call's arguments would pass the bytes in flight the server (or one
+    /// tenant) may hold: refused at once (`bytes.rs`).
+    #[error(
+        "{} {held} bytes of request bodies and arguments in flight and this request needs {needed}, \
+         past {}; try again later",
+        if *tenant { "this tenant's requests hold" } else { "the server holds" },
+        if *tenant {
+            format!("a tenant's share of {budget} bytes (all but an eighth of --max-bytes-in-flight)")
+        } else {
+            format!("its budget of {budget} bytes (--max-bytes-in-flight)")
+        }
+    )]
+    BytesBudget {
+        /// Bytes the request would hold.
+        needed: usize,
+        /// Bytes other requests hold (the tenant's others, for its share).
+        held: usize,
+        /// The budget or share passed.
+        budget: usize,
+        /// Whether it is the tenant's share, not the server's budget.
+        tenant: bool,
     },
     /// No slot came free within the call's deadline.
     #[error("the call ran past its deadline of {deadline_ms} ms and was stopped")]

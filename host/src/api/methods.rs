@@ -12,7 +12,7 @@ use wasmrpc_proto::{CallRequest, CallResponse, Code, DeleteResponse, MethodList,
 
 use super::AppState;
 use super::auth::Tenant;
-use super::body::{read_call_body, read_limited};
+use super::body::{hold_arguments, read_budgeted, read_call_body};
 use super::error::ApiError;
 use super::lifecycle;
 use super::path::MethodName;
@@ -44,7 +44,8 @@ pub async fn register(
 ) -> Result<Response, ApiError> {
     // The tenant's quota, within the server's own limit: refused before the body is read past it.
     let limit = state.service.component_limit(&caller.quota);
-    let bytes = read_limited(&headers, body, limit.bytes, state.limits.body_read_timeout)
+    // The body's bytes stay held in the budget of bytes in flight until it is registered.
+    let (bytes, _held) = read_budgeted(&state, &caller.tenant, &headers, body, limit.bytes)
         .await
         .map_err(|e| {
             if limit.by_quota {
@@ -124,12 +125,16 @@ pub async fn call(
     // Refused before the body is read.
     state.service.check_placement(&placement)?;
     let (parts, body) = request.into_parts();
-    let bytes = read_call_body(&state.limits, &parts.headers, body).await?;
+    // Held until the call's arguments are dropped, when this returns.
+    let (bytes, mut held) = read_call_body(&state, &caller.tenant, &parts.headers, body).await?;
     // One pass over the body: each argument goes straight into its tensor. A body that is not a
     // call request is refused before the method is looked up; a bad argument after, so that its
     // message can name the argument.
     let decoded = json::decode_call_request(&bytes);
     drop(bytes);
+    if let Ok(request) = &decoded {
+        hold_arguments(&mut held, &request.args)?;
+    }
     let request = match decoded {
         Err(CallRequestError::Body(e)) => {
             return Err(ApiError::new(

@@ -34,6 +34,7 @@ use crate::service::Service;
 use crate::tenancy::Access;
 use error::ApiError;
 use routes::Routes;
+pub use v2_repository::largest_load_body;
 
 pub(crate) use browsers::parse_origin;
 
@@ -52,6 +53,9 @@ pub struct HttpLimits {
     /// Web origins (`scheme://host[:port]`, lower case) whose pages may use the API besides the
     /// server's own (`--allow-origin`; `api/browsers.rs`).
     pub allowed_origins: Vec<String>,
+    /// Bytes of request bodies and calls' decoded arguments all requests may hold at once
+    /// (raised to the largest body a request may have when smaller): `admission/bytes.rs`.
+    pub max_bytes_in_flight: usize,
 }
 
 impl Default for HttpLimits {
@@ -63,6 +67,9 @@ impl Default for HttpLimits {
             max_request_bytes: 256 << 20,
             body_read_timeout: Duration::from_secs(30),
             allowed_origins: Vec::new(),
+            // Four bodies of the largest size: bounded, and room for several large calls
+            // at once on any server that has the memory for one.
+            max_bytes_in_flight: 1 << 30,
         }
     }
 }
@@ -76,6 +83,8 @@ pub struct AppState {
     pub limits: HttpLimits,
     /// Who may do what: the keys, and the quotas.
     pub access: Access,
+    /// The bytes of call bodies and arguments in flight (`HttpLimits::max_bytes_in_flight`).
+    pub bytes_in_flight: crate::admission::BytesBudget,
 }
 
 /// The application: every route of the native API with its layers.

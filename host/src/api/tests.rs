@@ -47,6 +47,7 @@ fn state(dir: &tempfile::TempDir) -> AppState {
             ..HttpLimits::default()
         },
         access: Access::open(quota()),
+        bytes_in_flight: crate::admission::BytesBudget::new(1 << 20, 1 << 20),
     }
 }
 

@@ -23,7 +23,7 @@ use wasmrpc_proto::{Code, Tensor, headers};
 
 use super::AppState;
 use super::auth::Tenant;
-use super::body::read_call_body;
+use super::body::{hold_arguments, read_call_body};
 use super::error::ApiError;
 use super::routes::Routes;
 use crate::service::Placement;
@@ -177,10 +177,15 @@ async fn infer(
     let placement = Placement::from_worker(worker_of(query.as_deref()).as_deref());
     state.service.check_placement(&placement)?;
     let header_length = inference_header_length(headers)?;
-    let bytes = read_call_body(&state.limits, headers, body).await?;
+    // Held until the call's arguments are dropped, when this returns.
+    let (bytes, mut held) = read_call_body(&state, &caller.tenant, headers, body).await?;
     // Binary inputs keep slices of `bytes` alive; nothing else of the body is kept.
     let decoded = kserve::decode_infer_request(&bytes, header_length);
     drop(bytes);
+    if let Ok(request) = &decoded {
+        let inputs: Vec<&Tensor> = request.inputs.iter().map(|i| &i.tensor).collect();
+        hold_arguments(&mut held, inputs)?;
+    }
     // A body that is not an infer request is refused before the model is looked up; a bad
     // input after, so that an unknown model's answer does not depend on the body.
     if let Err(e @ InferRequestError::Body(_)) = &decoded {

@@ -16,7 +16,7 @@ use wasmrpc_proto::kserve_repository::{
 
 use super::AppState;
 use super::auth::Tenant;
-use super::body::read_limited;
+use super::body::{read_budgeted, read_limited};
 use super::error::ApiError;
 use super::lifecycle;
 use super::path::MethodName;
@@ -42,6 +42,12 @@ impl From<RepositoryRequestError> for ApiError {
     fn from(e: RepositoryRequestError) -> Self {
         ApiError::new(Code::InvalidArgument, e.to_string())
     }
+}
+
+/// The largest load request body a server whose components are at most `max_component_bytes`
+/// accepts: the budget of bytes in flight is never smaller.
+pub fn largest_load_body(max_component_bytes: usize) -> usize {
+    base64_len(max_component_bytes).saturating_add(LOAD_BODY_SLACK)
 }
 
 /// The length of `n` bytes in padded base64.
@@ -92,8 +98,9 @@ async fn load(
     // The component's limit is the tenant's quota within the server's own, as on v1; the body
     // may be that much base64 and the JSON around it, and is refused before being read past it.
     let limit = state.service.component_limit(&caller.quota);
-    let body_limit = base64_len(limit.bytes).saturating_add(LOAD_BODY_SLACK);
-    let bytes = read_limited(&headers, body, body_limit, state.limits.body_read_timeout)
+    let body_limit = largest_load_body(limit.bytes);
+    // Held in the budget of bytes in flight until the component is registered.
+    let (bytes, _held) = read_budgeted(&state, &caller.tenant, &headers, body, body_limit)
         .await
         .map_err(|e| {
             e.with_message_if_too_large(format!(

@@ -89,7 +89,8 @@ impl ModuleCache {
                     // (A rate is not a slot's business: the rate step never refuses here.)
                     AdmissionError::Overloaded { .. }
                     | AdmissionError::TenantBusy { .. }
-                    | AdmissionError::RateLimited { .. } => {
+                    | AdmissionError::RateLimited { .. }
+                    | AdmissionError::BytesBudget { .. } => {
                         (Code::ResourceExhausted, e.to_string())
                     }
                 };

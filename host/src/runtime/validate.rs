@@ -325,6 +325,25 @@ pub fn check_signatures(sigs: &[MethodSignature]) -> Result<(), UploadError> {
                 s.name
             )));
         }
+        // Every tensor is held to MAX_RANK dimensions; a spec wider than that could never be
+        // met, and would make every message that prints it long.
+        for (what, spec) in s
+            .inputs
+            .iter()
+            .map(|t| ("input", t))
+            .chain(s.outputs.iter().map(|t| ("output", t)))
+        {
+            let rank = spec.shape.as_ref().map_or(0, Vec::len);
+            if rank > wasmrpc_proto::tensor::MAX_RANK {
+                return Err(UploadError::BadSignatures(format!(
+                    "{what} `{}` of method `{}` declares {rank} dimensions; a tensor has at most \
+                     {} (MAX_RANK)",
+                    spec.name,
+                    s.name,
+                    wasmrpc_proto::tensor::MAX_RANK
+                )));
+            }
+        }
     }
     Ok(())
 }
@@ -465,6 +484,29 @@ mod tests {
             malformed.to_string(),
             "the component's signatures() returned a malformed value: unexpected discriminant: \
              14 (at `[0].inputs[0].dtype`)"
+        );
+    }
+
+    #[test]
+    fn a_spec_wider_than_the_rank_limit_is_refused_naming_it() {
+        use wasmrpc_proto::{DType, Dim, MethodSignature, TensorSpec, tensor::MAX_RANK};
+        let method = |rank: usize| MethodSignature {
+            name: "m".into(),
+            inputs: vec![TensorSpec {
+                name: "x".into(),
+                dtype: DType::UInt8,
+                shape: Some(vec![Dim::Dynamic; rank]),
+            }],
+            outputs: vec![],
+            doc: String::new(),
+        };
+        assert!(check_signatures(&[method(MAX_RANK)]).is_ok());
+        let err = check_signatures(&[method(MAX_RANK + 1)]).unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(
+            err.to_string()
+                .contains("input `x` of method `m` declares 65 dimensions"),
+            "{err}"
         );
     }
 

@@ -15,7 +15,7 @@
 
 use crate::dtype::DType;
 use crate::messages::CallRequest;
-use crate::tensor::{Tensor, element_count};
+use crate::tensor::{MAX_RANK, Tensor, element_count};
 
 use super::float32::Decimal;
 use super::{Encoder, MAX_DATA_NESTING, Scalar};
@@ -198,7 +198,7 @@ impl<'b> Reader<'b> {
         let (mut args, mut timeout_ms) = (None, None);
         self.object(|r, key| {
             match key {
-                "args" if args.is_none() => args = Some(r.array_of(Self::tensor)?),
+                "args" if args.is_none() => args = Some(r.array_of(|r, _| r.tensor())?),
                 "timeout_ms" if timeout_ms.is_none() => timeout_ms = Some(r.integer()?),
                 _ => return Err(Unsure),
             }
@@ -211,14 +211,18 @@ impl<'b> Reader<'b> {
     }
 
     /// A JSON array, each element read by `element`.
-    fn array_of<T>(&mut self, mut element: impl FnMut(&mut Self) -> Read<T>) -> Read<Vec<T>> {
+    fn array_of<T>(
+        &mut self,
+        mut element: impl FnMut(&mut Self, usize) -> Read<T>,
+    ) -> Read<Vec<T>> {
         self.expect(b'[')?;
         let mut elements = Vec::new();
         if self.empty(b']') {
             return Ok(elements);
         }
         loop {
-            elements.push(element(self)?);
+            let read = elements.len();
+            elements.push(element(self, read)?);
             if self.comma_or(b']')? {
                 return Ok(elements);
             }
@@ -277,8 +281,13 @@ impl<'b> Reader<'b> {
     }
 
     /// The dimensions, each a non-negative integer.
+    /// Past [`MAX_RANK`] dimensions it stops reading and leaves the refusal to serde, which
+    /// stops there too.
     fn shape(&mut self) -> Read<Vec<u64>> {
-        self.array_of(|r| {
+        self.array_of(|r, read| {
+            if read == MAX_RANK {
+                return Err(Unsure);
+            }
             // i64 first: serde reads the shape as `Vec<i64>`, and a negative one is refused.
             let d: i64 = r.integer()?;
             u64::try_from(d).map_err(|_| Unsure)

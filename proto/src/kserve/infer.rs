@@ -111,6 +111,8 @@ struct RawRequest<'a> {
 struct RawInput<'a> {
     name: String,
     datatype: String,
+    // Read up to MAX_RANK + 1 dimensions, never a whole shape of megabytes.
+    #[serde(deserialize_with = "crate::json::bounded_shape")]
     shape: Vec<i64>,
     #[serde(borrow, default)]
     data: Option<&'a RawValue>,
@@ -284,6 +286,7 @@ fn input_tensor(
 }
 
 fn checked_shape(shape: &[i64]) -> Result<Vec<u64>, TensorError> {
+    crate::tensor::check_rank(shape.len())?;
     shape
         .iter()
         .map(|&d| u64::try_from(d))
@@ -556,6 +559,7 @@ pub fn decode_infer_response(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensor::MAX_RANK;
 
     fn binary_body(header: &str, data: &[u8]) -> (Bytes, Option<u64>) {
         let mut body = header.as_bytes().to_vec();
@@ -566,6 +570,49 @@ mod tests {
     fn input_error(header: &str, data: &[u8]) -> String {
         let (body, n) = binary_body(header, data);
         decode_infer_request(&body, n).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn shapes_past_the_rank_limit_are_refused_json_or_binary_without_reading_them_whole() {
+        for rank in [MAX_RANK + 1, 100_000, 1_000_000] {
+            let dims = vec!["1"; rank].join(",");
+            let json = format!(
+                r#"{{"inputs": [{{"name": "a", "datatype": "UINT8", "shape": [{dims}], "data": [1]}}]}}"#
+            );
+            let err = decode_infer_request(&Bytes::from(json), None).unwrap_err();
+            assert!(err.to_string().contains("65 dimensions or more"), "{err}");
+            assert!(err.to_string().len() < 300, "{err}");
+            let header = format!(
+                r#"{{"inputs": [{{"name": "a", "datatype": "UINT8", "shape": [{dims}],
+                    "parameters": {{"binary_data_size": 1}}}}]}}"#
+            );
+            let err = input_error(&header, &[1]);
+            assert!(err.contains("65 dimensions or more"), "{err}");
+            assert!(err.len() < 300, "{err}");
+        }
+        // Not read past the 65th dimension: what follows is not even JSON.
+        let broken = format!(
+            r#"{{"inputs": [{{"name": "a", "datatype": "UINT8", "shape": [{},1,@@@"#,
+            vec!["1"; MAX_RANK + 1].join(",")
+        );
+        let err = decode_infer_request(&Bytes::from(broken), None).unwrap_err();
+        assert!(err.to_string().contains("65 dimensions or more"), "{err}");
+    }
+
+    /// What a client reads is held to the same limit: an answer (v1 or v2) with an output of
+    /// more than 64 dimensions is refused, not built.
+    #[test]
+    fn answers_with_an_output_past_the_rank_limit_are_refused_by_the_client_too() {
+        let dims = vec!["1"; MAX_RANK + 1].join(",");
+        let v2 = format!(
+            r#"{{"outputs": [{{"name": "y", "datatype": "UINT8", "shape": [{dims}], "data": [1]}}]}}"#
+        );
+        let err = decode_infer_response(&Bytes::from(v2), None).unwrap_err();
+        assert!(err.to_string().contains("65 dimensions or more"), "{err}");
+        let v1 =
+            format!(r#"{{"outputs": [{{"dtype": "uint8", "shape": [{dims}], "data": [1]}}]}}"#);
+        let err = serde_json::from_str::<crate::CallResponse>(&v1).unwrap_err();
+        assert!(err.to_string().contains("65 dimensions or more"), "{err}");
     }
 
     #[test]

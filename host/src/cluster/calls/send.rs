@@ -70,7 +70,10 @@ impl Calls {
                     }
                     Some(_) => {}
                 }
-                let body = tensor_list::encode(&args);
+                let body = match encoded(&args) {
+                    Ok(body) => body,
+                    Err(e) => return Executed::here(Err(e)),
+                };
                 match self.attempt(worker, &outgoing, &body).await {
                     Attempt::Done(result) => answered(result),
                     Attempt::Failed(e) => Executed::here(Err(e)),
@@ -78,7 +81,10 @@ impl Calls {
                 }
             }
             Placement::Any => {
-                let body = tensor_list::encode(&args);
+                let body = match encoded(&args) {
+                    Ok(body) => body,
+                    Err(e) => return Executed::here(Err(e)),
+                };
                 let mut tried = HashSet::new();
                 loop {
                     let Some(worker) = self.pick(&tried) else {
@@ -400,4 +406,11 @@ fn answered(result: Result<Vec<Tensor>, ServiceError>) -> Executed {
         result,
         counted_elsewhere: true,
     }
+}
+
+/// A call's arguments as the tensor list another worker reads. Every way a tensor arrives holds
+/// it to `MAX_RANK` dimensions, so this cannot fail for a call that was admitted; were it to,
+/// the caller's arguments are at fault (INVALID_ARGUMENT), and nothing panics.
+fn encoded(args: &[wasmrpc_proto::Tensor]) -> Result<bytes::Bytes, ServiceError> {
+    tensor_list::encode(args).map_err(|e| ServiceError::Arguments(e.to_string()))
 }

@@ -18,6 +18,7 @@ use super::{
 use crate::cluster::ClusterError;
 use crate::cluster::trust::Refused;
 use crate::error::ServiceError;
+use crate::runtime::GuestFailure;
 use crate::service::{PeerCall, Service};
 use crate::tenancy::TenantId;
 
@@ -126,9 +127,19 @@ impl Calls {
         let mut logical = Bytes::new();
         let body = match result {
             Ok(outputs) => {
-                let body = tensor_list::encode(&outputs);
-                logical = body.clone();
-                match self.outgoing(&mut headers, &body).await {
+                // Outputs were checked as they left the guest (at most MAX_RANK dimensions), so
+                // this does not fail; were it to, the caller gets an error, not a dropped worker.
+                let sent = match tensor_list::encode(&outputs) {
+                    Ok(encoded) => {
+                        logical = encoded.clone();
+                        self.outgoing(&mut headers, &encoded).await
+                    }
+                    Err(e) => Err(ServiceError::Guest(GuestFailure::BadOutput {
+                        code: Code::Internal,
+                        message: format!("the outputs cannot be sent to the calling worker: {e}"),
+                    })),
+                };
+                match sent {
                     Ok(body) => {
                         headers.insert(CODE, "OK");
                         body

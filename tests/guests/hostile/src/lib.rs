@@ -166,6 +166,14 @@ pub fn fail(x: Tensor<f32>) -> Result<Tensor<f32>, Error> {
     Err(Error::failed_precondition("precondition failed on purpose"))
 }
 
+/// Returns one float32 zero in a tensor of `x[0]` dimensions of 1 (default 65, one past the
+/// host's rank limit of 64): an output the host must refuse as malformed, however long its shape.
+#[wasmrpc_guest::method]
+pub fn wide_output(x: Tensor<f32>) -> Result<Tensor<f32>, Error> {
+    let rank = x.as_slice().first().map_or(65, |&v| v as usize);
+    Tensor::new(vec![1; rank], vec![0.0])
+}
+
 /// Returns `x` unchanged.
 #[wasmrpc_guest::method]
 pub fn echo(x: Tensor<f32>) -> Tensor<f32> {
@@ -245,6 +253,7 @@ wasmrpc_guest::export!(
     divide_by_zero,
     panic,
     huge_output,
+    wide_output,
     log_flood,
     flood_then_panic,
     fail,
