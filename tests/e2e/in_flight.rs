@@ -163,7 +163,7 @@ fn a_rank_past_the_limit_on_a_call_for_another_worker_is_invalid_argument_and_bo
 fn held_body(http: &Http, len: usize) -> TcpStream {
     let mut s = http.connect();
     let head = format!(
-        "POST /v1/methods/softmax/call HTTP/1.1\r\nHost: x\r\nContent-Length: {len}\r\n\
+        "POST /v1/methods/softmax/call HTTP/1.1\r\nHost: localhost\r\nContent-Length: {len}\r\n\
          Expect: 100-continue\r\n\r\n"
     );
     s.write_all(head.as_bytes()).unwrap();
@@ -218,7 +218,7 @@ fn bodies_past_the_bytes_budget_are_refused_fast_with_retry_after_and_the_server
     let started = Instant::now();
     s.write_all(
         format!(
-            "POST /v1/methods/softmax/call HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+            "POST /v1/methods/softmax/call HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n",
             MIB / 2
         )
         .as_bytes(),
@@ -230,7 +230,7 @@ fn bodies_past_the_bytes_budget_are_refused_fast_with_retry_after_and_the_server
     // Without one: refused as the chunks pass the budget.
     let mut s = http.connect();
     s.write_all(
-        b"POST /v1/methods/softmax/call HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+        b"POST /v1/methods/softmax/call HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n",
     )
     .unwrap();
     let chunk = vec![b' '; 64 << 10];
