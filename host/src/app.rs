@@ -212,7 +212,7 @@ impl App {
         let metrics = match self.config.metrics_listen {
             Some(address) => {
                 let listener = TcpListener::bind(address).await?;
-                let router = metrics_router(self.service.clone());
+                let router = metrics_router(self.service.clone(), address.ip().is_loopback());
                 let options = crate::accept::ServeOptions {
                     tls: None,
                     ..self.config.serve.clone()

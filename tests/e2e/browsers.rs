@@ -370,3 +370,26 @@ fn curl_bodies_pass_and_form_body_types_are_refused_with_415() {
     );
     assert!(infers(&http, "add"), "the unload happened");
 }
+
+#[test]
+fn a_loopback_metrics_address_answers_only_loopback_names() {
+    let port = crate::support::nats::free_port();
+    let metrics = format!("127.0.0.1:{port}");
+    let _server = TestServer::start(&["--metrics-listen", &metrics]);
+    let ask = |host: &str| {
+        let mut s = std::net::TcpStream::connect(&metrics).unwrap();
+        write!(
+            s,
+            "GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        read_response(&mut s).unwrap()
+    };
+    // A rebound page reads nobody's method names (before issue 32's fix it got them, 200).
+    let r = ask(&format!("evil.example:{port}"));
+    assert_refused(&r, 403, "PERMISSION_DENIED", "loopback");
+    // The operator's scraper, addressing it as itself, is served.
+    let r = ask(&metrics);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert!(String::from_utf8_lossy(&r.body).contains("wasmrpc_"));
+}

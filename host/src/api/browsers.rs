@@ -58,6 +58,24 @@ const BODY_TYPES: &[&str] = &[
     "application/grpc+proto",
 ];
 
+/// The layer of `--metrics-listen` on a loopback address: answer only requests addressed to a
+/// loopback name. `/metrics` there takes no key and names every tenant's methods, so a page
+/// re-pointed at 127.0.0.1 (DNS rebinding) must not read it.
+pub async fn loopback_names_only(req: Request, next: Next) -> Response {
+    match authority(&req) {
+        Some(host) if !is_loopback_authority(&host) => ApiError::new(
+            Code::PermissionDenied,
+            format!(
+                "this metrics address is on loopback, so it answers only requests addressed to a \
+                 loopback name (localhost, 127.0.0.1, [::1]), and this one was addressed to \
+                 `{host}`"
+            ),
+        )
+        .into_response(),
+        _ => next.run(req).await,
+    }
+}
+
 /// The layer: refuse what a browser page must not do, answer allowed CORS preflights, and
 /// mark the answers to allowed cross-origin requests.
 pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {

@@ -143,9 +143,10 @@ fn routes(state: &AppState) -> Routes {
 }
 
 /// The router of `--metrics-listen`: `/metrics` alone, open to whoever reaches that address (bind
-/// it where only the operator's scraper can).
-pub fn metrics_router(service: Arc<Service>) -> Router {
-    Router::new()
+/// it where only the operator's scraper can). On a `loopback` address it answers only loopback
+/// names, as a keyless server does (`browsers::loopback_names_only`).
+pub fn metrics_router(service: Arc<Service>, loopback: bool) -> Router {
+    let router = Router::new()
         .route(
             "/metrics",
             get(move || {
@@ -153,7 +154,12 @@ pub fn metrics_router(service: Arc<Service>) -> Router {
                 async move { health::metrics_text(&service) }
             }),
         )
-        .fallback(no_route)
+        .fallback(no_route);
+    if loopback {
+        router.layer(axum::middleware::from_fn(browsers::loopback_names_only))
+    } else {
+        router
+    }
 }
 
 async fn no_route(method: Method, uri: Uri) -> ApiError {
