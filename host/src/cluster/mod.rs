@@ -76,8 +76,9 @@ pub(crate) async fn lasting_bucket(
 /// electing its leader).
 const JETSTREAM_WAIT: Duration = Duration::from_secs(30);
 
-/// How this server joins a cluster (`--cluster`, `--name`, `--rank`, `--advertise`).
-#[derive(Debug, Clone)]
+/// How this server joins a cluster (`--cluster`, `--name`, `--rank`, `--advertise`). Its `Debug`
+/// shows the URLs redacted, so printing the settings never prints NATS credentials.
+#[derive(Clone)]
 pub struct ClusterSettings {
     /// NATS server URLs, comma-separated (`nats://host:4222,nats://other:4222`).
     pub urls: String,
@@ -95,6 +96,21 @@ pub struct ClusterSettings {
     pub secret: Option<trust::ClusterSecret>,
     /// The most the payload store may hold, in bytes (`--cluster-payload-store-mib`).
     pub payload_store_bytes: u64,
+}
+
+impl std::fmt::Debug for ClusterSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterSettings")
+            .field("urls", &self.urls_for_display())
+            .field("name", &self.name)
+            .field("rank", &self.rank)
+            .field("advertise", &self.advertise)
+            .field("replicas", &self.replicas)
+            .field("ca", &self.ca)
+            .field("secret", &self.secret)
+            .field("payload_store_bytes", &self.payload_store_bytes)
+            .finish()
+    }
 }
 
 impl ClusterSettings {
@@ -495,4 +511,28 @@ pub(crate) fn rand_id() -> [u8; 8] {
     // The OS's randomness; a failure leaves zeros, which only weakens a sanity check.
     let _ = getrandom::fill(&mut id);
     id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printing_the_settings_never_prints_the_credentials() {
+        let settings = ClusterSettings {
+            urls: "nats://worker:hunter2@nats.internal:4222,nats://s3cr3t-token@other:4222".into(),
+            name: "w1".into(),
+            rank: 0,
+            advertise: None,
+            replicas: 1,
+            ca: None,
+            secret: Some(trust::ClusterSecret::new("a-cluster-secret-of-length", "test").unwrap()),
+            payload_store_bytes: 1 << 30,
+        };
+        let shown = format!("{settings:?}");
+        for secret in ["hunter2", "worker:", "s3cr3t-token", "a-cluster-secret"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("nats.internal:4222"), "{shown}");
+    }
 }
