@@ -67,7 +67,7 @@ fn python_v2_clients_pass_against_the_server() {
         .args(extra.split_whitespace())
         .env("WASMRPC_URL", &server.url)
         .env("WASMRPC_IDLE_URL", &idle.url)
-        .env("WASMRPC_IDLE_TIMEOUT_S", IDLE_HEADER_TIMEOUT_S)
+        .env("WASMRPC_TEST_HEADER_TIMEOUT_S", IDLE_HEADER_TIMEOUT_S)
         .env("WASMRPC_ADD_WASM", guest_path("example-add"))
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("PYTHONUNBUFFERED", "1");

@@ -4,7 +4,7 @@ The runner passes it in the environment:
 
 - WASMRPC_URL: the server, `http://127.0.0.1:PORT`, with the example guests registered
   (`add`, `add_<dtype>` for every numeric dtype, `upper`, `length`);
-- WASMRPC_IDLE_URL: a second server whose header timeout is WASMRPC_IDLE_TIMEOUT_S seconds;
+- WASMRPC_IDLE_URL: a second server whose header timeout is WASMRPC_TEST_HEADER_TIMEOUT_S seconds;
 - WASMRPC_ADD_WASM: the path of the built add guest, for the repository extension's load.
 """
 
@@ -46,7 +46,7 @@ def idle_url():
 
 @pytest.fixture(scope="session")
 def idle_timeout_s():
-    return float(_env("WASMRPC_IDLE_TIMEOUT_S"))
+    return float(_env("WASMRPC_TEST_HEADER_TIMEOUT_S"))
 
 
 @pytest.fixture(scope="session")
