@@ -135,7 +135,7 @@ pub struct ServeSettings {
     /// Join the cluster on these NATS servers (`nats://HOST:PORT`, comma-separated; JetStream,
     /// nats-server 2.10 or newer): the module store is shared and calls may run on any worker
     /// (docs/cluster.md). Needs --name. A NATS user and password, or a token, go in the URL
-    /// (`nats://USER:PASSWORD@HOST:PORT`, `nats://TOKEN@HOST:PORT`; WASMRPC_CLUSTER keeps them
+    /// (`nats://USER:PASS@HOST:PORT`, `nats://TOKEN@HOST:PORT`; WASMRPC_CLUSTER keeps them
     /// off the command line); `tls://` connects over TLS.
     // The variable's value may hold a password: `--help` must not print it.
     #[arg(long, env = "WASMRPC_CLUSTER", hide_env_values = true)]

@@ -10,18 +10,22 @@ const PASSWORD: &str = "Pa55wordOfTheCluster";
 
 #[test]
 fn serve_help_does_not_print_the_cluster_password() {
-    let out = Command::new(env!("CARGO_BIN_EXE_wasmrpc"))
-        .args(["serve", "--help"])
-        .env(
-            "WASMRPC_CLUSTER",
-            format!("nats://wasmrpc:{PASSWORD}@127.0.0.1:4222"),
-        )
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let help = String::from_utf8_lossy(&out.stdout);
-    assert!(help.contains("WASMRPC_CLUSTER"), "{help}");
-    assert!(!help.contains(PASSWORD), "{help}");
+    // The issue's own example too: the help's words must not contain it either.
+    for password in [PASSWORD, "PASSWORD"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_wasmrpc"))
+            .args(["serve", "--help"])
+            .env(
+                "WASMRPC_CLUSTER",
+                format!("nats://wasmrpc:{password}@127.0.0.1:4222"),
+            )
+            .env("WASMRPC_CLUSTER_SECRET", format!("{password}-secret"))
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(help.contains("WASMRPC_CLUSTER"), "{help}");
+        assert!(!help.contains(password), "{help}");
+    }
 }
 
 #[test]
