@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::compiles::{hard_to_compile, hard_to_compile_declaring};
+use crate::compiles::{add_call, hard_to_compile, hard_to_compile_declaring};
 use crate::support::compose::with_custom_section;
 use crate::support::{TestServer, guest};
 use crate::tenants::Keyed;
@@ -37,19 +37,6 @@ fn compiles(http: &crate::support::Http) -> u64 {
         .expect("wasmrpc_compiles_total in /metrics")
         .parse()
         .unwrap()
-}
-
-fn add_call(http: &crate::support::Http, name: &str) -> serde_json::Value {
-    let r = http.call(
-        name,
-        json!([
-            {"dtype": "int32", "shape": [1], "data": [1]},
-            {"dtype": "int32", "shape": [1], "data": [2]}
-        ]),
-        0,
-    );
-    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
-    r.json()["outputs"][0]["data"].clone()
 }
 
 /// A component importing an interface no host provides is refused naming it, without compiling

@@ -109,7 +109,8 @@ fn slow_to_compile() -> Vec<u8> {
     hard_to_compile(6, 200, 20_000)
 }
 
-fn add_call(http: &crate::support::Http, name: &str) -> serde_json::Value {
+/// `name` (the add example) called on 1 and 2: the output's data.
+pub(crate) fn add_call(http: &crate::support::Http, name: &str) -> serde_json::Value {
     let r = http.call(
         name,
         json!([

@@ -7,12 +7,12 @@
 //! a full bucket, as it would have anyway. Times are the workers' wall clocks, so workers on
 //! several machines need their clocks in step (NTP) for the rate to be exact.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_nats::jetstream::kv;
 
 use super::ClusterError;
-use super::trust::{Refused, Trust};
+use super::trust::{Refused, Trust, now_ms};
 use crate::tenancy::TenantId;
 use crate::tenancy::rate::{Leased, SharedRates, refill_and_take_after, wait_for_one};
 
@@ -38,16 +38,6 @@ struct State {
     tokens: f64,
     /// Milliseconds since the epoch when `tokens` was counted.
     at_ms: u64,
-}
-
-fn now_ms() -> u64 {
-    u64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis(),
-    )
-    .unwrap_or(u64::MAX)
 }
 
 impl NatsRates {

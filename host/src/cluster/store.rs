@@ -19,7 +19,7 @@
 //! ([`NatsRegistry::sweep_blobs`]).
 
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_nats::jetstream::kv::{self, CreateErrorKind, Operation};
 use async_nats::jetstream::object_store::{self, GetErrorKind, ObjectStore};
@@ -28,7 +28,7 @@ use futures_util::StreamExt as _;
 use tokio::io::AsyncReadExt as _;
 
 use super::ClusterError;
-use super::trust::{Refused, Trust};
+use super::trust::{Refused, Trust, now_ms};
 use crate::registry::index::RegistrationIndex;
 use crate::registry::record;
 use crate::registry::{Digest, NewRegistration, Registration, Registry, RegistryError};
@@ -653,13 +653,6 @@ impl Registry for NatsRegistry {
         }
         Ok(bytes)
     }
-}
-
-/// Milliseconds since the Unix epoch (0 if the clock is before it).
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]

@@ -137,7 +137,8 @@ struct Seen {
     order: std::collections::VecDeque<([u8; 32], u64)>,
 }
 
-/// Milliseconds since the epoch.
+/// Milliseconds since the Unix epoch (0 if the clock is before it): the one clock of the
+/// cluster's signatures, entries and rate buckets.
 pub fn now_ms() -> u64 {
     u64::try_from(
         SystemTime::now()
