@@ -1,11 +1,15 @@
-"""The battery's idle-connection flood, by hand: N idle HTTP/2 connections from 127.0.0.1 (preface + SETTINGS, then silence but for
-answering the server's frames), /healthz timed from 127.0.0.2 meanwhile, and how many are closed
+"""The battery's idle-connection flood, by hand: N idle HTTP/2 connections from 127.0.0.1
+(preface + SETTINGS, then silence but for answering the server's PINGs), /healthz timed from 127.0.0.2 meanwhile, and how many are closed
 after the idle time.
 
     python3 tests/attacks/idle_flood.py PORT N IDLE_SECONDS
     # against `wasmrpc serve --listen 127.0.0.1:PORT --idle-timeout-s IDLE_SECONDS`
 """
-import asyncio, socket, sys, time, statistics, urllib.request
+import asyncio
+import socket
+import statistics
+import sys
+import time
 
 PORT = int(sys.argv[1]); N = int(sys.argv[2]); IDLE = float(sys.argv[3])
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
