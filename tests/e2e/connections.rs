@@ -185,3 +185,60 @@ fn one_peer_past_its_cap_is_refused_fast_while_another_is_served() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// `wasmrpc serve` started under `ulimit` lines (`-Sn` the soft limit, `-n` both): its pid, the
+/// soft and hard open-file limits it runs with, and what it wrote to stderr before listening.
+fn serve_under_ulimit(ulimit: &str) -> (u64, u64, String) {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "{ulimit}; exec \"$0\" serve --listen 127.0.0.1:0 --data-dir \"$1\"",
+        ))
+        .arg(env!("CARGO_BIN_EXE_wasmrpc"))
+        .arg(dir.path().join("data"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut listening = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut listening)
+        .unwrap();
+    assert!(listening.contains("listening on"), "{listening}");
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.id())).unwrap();
+    let open_files: Vec<u64> = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap()
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    child.kill().unwrap();
+    let _ = child.wait();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (open_files[0], open_files[1], stderr)
+}
+
+#[test]
+fn the_open_file_limit_is_raised_to_the_hard_one_or_the_server_says_it_is_too_low() {
+    // A soft limit of 512 under a higher hard one: raised to the hard one, silently.
+    let (soft, hard, stderr) = serve_under_ulimit("ulimit -Sn 512");
+    assert!(hard > 512, "this machine's hard limit is {hard}");
+    assert_eq!(soft, hard, "{stderr}");
+    assert!(!stderr.contains("open-file limit"), "{stderr}");
+    // Both at 512, below what 10 000 connections need: said at start, naming the way out.
+    let (soft, hard, stderr) = serve_under_ulimit("ulimit -n 512");
+    assert_eq!((soft, hard), (512, 512));
+    assert!(
+        stderr.contains("open-file limit is 512") && stderr.contains("--max-connections"),
+        "{stderr}"
+    );
+}

@@ -4,6 +4,7 @@
 mod args;
 mod build;
 mod client_cmds;
+mod open_files;
 pub mod output;
 mod serve;
 mod tenant_cmds;

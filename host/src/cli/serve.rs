@@ -35,6 +35,11 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
         None => flags,
     };
     let mut config = settings.resolve()?;
+    let (open_files, too_few) = super::open_files::raise_for(config.serve.max_connections);
+    tracing::debug!(open_files, "open-file limit");
+    if let Some(warning) = too_few {
+        tracing::warn!("{warning}");
+    }
     // This binary compiles uploads in children of its own, each with a memory and CPU budget,
     // unless told to use another.
     if config.runtime.compiler == Compiler::InProcess {
