@@ -130,14 +130,23 @@ export function encode(name, values, { littleEndian = LITTLE_ENDIAN } = {}) {
 // a plain Array, and an error for any other typed array: a Float64Array returned for a float32
 // output is more often a bug than a wish to round, and the Rust SDK refuses it at compile time.
 function toTyped(name, info, values) {
-  if (values instanceof info.Array) return values;
-  if (info.kind === "half" && values instanceof Float64Array) return values;
+  if (isA(values, info.Array)) return values;
+  if (info.kind === "half" && isA(values, Float64Array)) return values;
   if (Array.isArray(values)) {
     if (info.kind === "bigint") return info.Array.from(values, (v) => BigInt(v));
     if (info.kind === "bool") return Uint8Array.from(values, (v) => (v === true ? 1 : v === false ? 0 : v));
     return info.Array.from(values);
   }
   throw new CodecError(`${name} data must be a ${info.Array.name} or an Array, got ${describe(values)}`);
+}
+
+/**
+ * Whether `value` is a `Class` (a typed array class) from any realm. Not `instanceof`: under
+ * componentize-js the bindings that lift `tensor.data` run in another realm (StarlingMonkey's content
+ * global), whose typed array classes are not this module's, so `instanceof` would say no.
+ */
+export function isA(value, Class) {
+  return Object.prototype.toString.call(value) === `[object ${Class.name}]`;
 }
 
 /** A short description of a value's type for messages: `Int32Array`, `number`, `null`. */
@@ -177,7 +186,8 @@ function decodeVariable(kind, data, count) {
     }
     const bytes = data.subarray(at, at + len);
     at += len;
-    if (kind === "bytes") out[i] = bytes.slice();
+    // A copy made with this realm's Uint8Array (`bytes.slice()` would keep the bindings' realm).
+    if (kind === "bytes") out[i] = new Uint8Array(bytes);
     else {
       try {
         out[i] = utf8Decoder.decode(bytes);
@@ -194,7 +204,7 @@ function encodeVariable(kind, values) {
   if (!Array.isArray(values)) throw new CodecError(`${kind} data must be an Array, got ${describe(values)}`);
   const parts = values.map((v, i) => {
     if (kind === "string" && typeof v === "string") return utf8Encoder.encode(v);
-    if (kind === "bytes" && v instanceof Uint8Array) return v;
+    if (kind === "bytes" && isA(v, Uint8Array)) return v;
     const want = kind === "string" ? "a string" : "a Uint8Array";
     throw new CodecError(`element ${i} must be ${want}, got ${describe(v)}`);
   });

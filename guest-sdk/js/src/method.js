@@ -3,7 +3,7 @@
 // (`signatures()` and `call(name, args)`). This is where arguments are decoded and checked against
 // their declaration, the implementation is called, and its outputs are checked and encoded.
 
-import { dtypeInfo, decode, describe, encode, witDtypeName, CodecError } from "./dtypes.js";
+import { dtypeInfo, decode, describe, encode, isA, witDtypeName, CodecError } from "./dtypes.js";
 import { SdkError, toWitError } from "./errors.js";
 import { elementCount, formatShape, parseDeclaredShape, shapeMatches, witShape } from "./shapes.js";
 
@@ -160,7 +160,7 @@ function decodeArgs(method, specs, args) {
     if (!shapeMatches(spec.shape, shape)) {
       throw SdkError.invalidArgument(`${where}: expected shape ${formatShape(spec.shape)}, got ${formatShape(shape)}`);
     }
-    if (!(arg.data instanceof Uint8Array)) throw SdkError.invalidArgument(`${where}: data must be a Uint8Array, got ${describe(arg.data)}`);
+    if (!isA(arg.data, Uint8Array)) throw SdkError.invalidArgument(`${where}: data must be a Uint8Array, got ${describe(arg.data)}`);
     let data;
     try {
       data = decode(spec.dtype, arg.data, count);
