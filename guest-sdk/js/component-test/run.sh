@@ -13,10 +13,10 @@ out=target/js
 mkdir -p "$out/run"
 
 for app in matmul echo; do
-    start=$(date +%s.%N)
+    start=$EPOCHREALTIME
     "$cjs" "examples/js/$app/app.js" --wit wit --world-name tensor-function \
         -d stdio random clocks http fetch-event -o "$out/$app.wasm" >/dev/null
-    printf '%s: built in %.1f s, %s bytes\n' "$app" "$(echo "$(date +%s.%N) - $start" | bc)" "$(stat -c %s "$out/$app.wasm")"
+    printf '%s: built in %.1f s, %s bytes\n' "$app" "$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" "$(stat -c %s "$out/$app.wasm")"
     "$jco" transpile "$out/$app.wasm" -o "$out/run/$app" --quiet \
         --map 'wasmrpc:tensor/log@0.1.0=../log.js' --map 'wasmrpc:tensor/types@0.1.0=../types.js'
 done
