@@ -9,7 +9,7 @@ use tokio::net::TcpListener;
 
 use crate::accept::serve_connections;
 use crate::admission::BytesBudget;
-use crate::api::{AppState, largest_load_body, metrics_router, router};
+use crate::api::{AppState, AppStateParts, largest_load_body, metrics_router, router};
 use crate::cluster::Cluster;
 use crate::config::ServerConfig;
 use crate::metrics::Metrics;
@@ -226,7 +226,7 @@ impl App {
             }
             None => None,
         };
-        let app = router(AppState {
+        let app = router(AppState::new(AppStateParts {
             service: self.service.clone(),
             limits: self.config.http.clone(),
             access: self.access.clone(),
@@ -239,7 +239,7 @@ impl App {
                     .max(largest_load_body(self.config.runtime.max_component_bytes)),
                 self.config.admin_key_file.is_some(),
             ),
-        });
+        }));
         // A worker leaves its cluster when shutdown begins (no new calls come from other workers;
         // those running finish), while HTTP drains its own.
         let leaving = Arc::new(std::sync::Mutex::new(None));

@@ -74,9 +74,28 @@ impl Default for HttpLimits {
     }
 }
 
-/// What every handler gets.
+/// What every handler gets: one shared allocation, so the clone each extractor and layer takes
+/// of it is one reference count (its fields are read through `Deref`).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<AppStateParts>);
+
+impl AppState {
+    /// The state of a router over these parts.
+    pub fn new(parts: AppStateParts) -> Self {
+        AppState(Arc::new(parts))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = AppStateParts;
+
+    fn deref(&self) -> &AppStateParts {
+        &self.0
+    }
+}
+
+/// The parts of [`AppState`].
+pub struct AppStateParts {
     /// The operations.
     pub service: Arc<Service>,
     /// HTTP limits.

@@ -8,7 +8,7 @@ use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
-use super::{AppState, HttpLimits, router};
+use super::{AppState, AppStateParts, HttpLimits, router};
 use crate::metrics::Metrics;
 use crate::registry::LocalRegistry;
 use crate::runtime::{Runtime, RuntimeConfig};
@@ -35,7 +35,7 @@ fn state(dir: &tempfile::TempDir) -> AppState {
     })
     .unwrap();
     let registry = LocalRegistry::open(dir.path()).unwrap();
-    AppState {
+    AppState::new(AppStateParts {
         service: Arc::new(Service::new(
             Arc::new(runtime),
             Arc::new(registry),
@@ -48,7 +48,7 @@ fn state(dir: &tempfile::TempDir) -> AppState {
         },
         access: Access::open(quota()),
         bytes_in_flight: crate::admission::BytesBudget::new(1 << 20, 1 << 20),
-    }
+    })
 }
 
 async fn send(state: &AppState, req: Request<Body>) -> (StatusCode, serde_json::Value) {
