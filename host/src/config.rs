@@ -371,7 +371,9 @@ impl ServeSettings {
             max_stored_bytes: self.tenant_max_stored_bytes.unwrap_or(0),
             max_concurrent_calls: self
                 .tenant_max_concurrent_calls
-                .unwrap_or_else(|| shared_slots(server_limits.max_concurrent_calls))
+                .unwrap_or_else(|| {
+                    crate::admission::one_tenants_share(server_limits.max_concurrent_calls)
+                })
                 .clamp(1, server_limits.max_concurrent_calls),
             calls_per_second: self.tenant_calls_per_second.unwrap_or(0),
             ..server_limits
@@ -418,8 +420,10 @@ impl ServeSettings {
             // slots); without keys the one implicit tenant may.
             tenant_max_queued: self.tenant_max_queued_calls.unwrap_or_else(|| {
                 if self.admin_key_file.is_some() {
-                    usize::try_from(shared_slots(runtime.max_queued_calls as u64))
-                        .unwrap_or(runtime.max_queued_calls)
+                    usize::try_from(crate::admission::one_tenants_share(
+                        runtime.max_queued_calls as u64,
+                    ))
+                    .unwrap_or(runtime.max_queued_calls)
                 } else {
                     runtime.max_queued_calls
                 }
@@ -460,17 +464,6 @@ fn cluster_secret(
             .map_err(anyhow::Error::msg),
         Err(_) => Ok(None),
     }
-}
-
-/// A tenant's default share of `slots` call slots when tenants share the server: all but an
-/// eighth (at least one), which one tenant alone can never hold. Slots are held for a call's whole
-/// length, so a tenant that filled them all with slow calls would make every other tenant wait
-/// for one of them to end, however fairly freed slots are handed out.
-fn shared_slots(slots: u64) -> u64 {
-    if slots < 2 {
-        return slots;
-    }
-    slots - slots.div_ceil(8)
 }
 
 /// Everything the server needs, resolved.
@@ -520,7 +513,10 @@ mod tests {
 
     #[test]
     fn a_tenant_by_default_leaves_an_eighth_of_the_slots_to_others() {
-        let shares: Vec<u64> = [64, 16, 4, 2, 1].into_iter().map(shared_slots).collect();
+        let shares: Vec<u64> = [64, 16, 4, 2, 1]
+            .into_iter()
+            .map(crate::admission::one_tenants_share)
+            .collect();
         assert_eq!(shares, [56, 14, 3, 1, 1]);
         let resolved = ServeSettings::default().resolve().unwrap();
         assert_eq!(resolved.tenant_defaults.max_concurrent_calls, 56);

@@ -39,10 +39,10 @@ struct State {
     by_tenant: HashMap<TenantId, usize>,
 }
 
-/// A tenant's share of a budget of `total` bytes when tenants share the server: all but an
-/// eighth, which one tenant alone can never hold (as `config.rs`'s share of call slots).
-pub fn tenant_share_of(total: usize) -> usize {
-    total - total.div_ceil(8)
+/// A tenant's share of a budget of `total` bytes when tenants share the server
+/// ([`super::one_tenants_share`], the rule of call slots and the queue too).
+fn tenant_share_of(total: usize) -> usize {
+    usize::try_from(super::one_tenants_share(total as u64)).unwrap_or(total)
 }
 
 impl BytesBudget {

@@ -21,6 +21,18 @@ mod bytes;
 mod slots;
 
 pub use bytes::{BytesBudget, BytesHeld};
+
+/// One tenant's default share of what tenants share (call slots, the call queue, the bytes in
+/// flight): all but an eighth (all of it below 2), which one tenant alone can never hold. A slot
+/// is held for a call's whole length, so a tenant that filled them all with slow calls would make
+/// every other tenant wait for one of them to end, however fairly freed slots are handed out; the
+/// queue and the bytes the same way.
+pub fn one_tenants_share(total: u64) -> u64 {
+    if total < 2 {
+        return total;
+    }
+    total - total.div_ceil(8)
+}
 pub use slots::LocalSlots;
 
 use std::sync::{Arc, OnceLock};
