@@ -651,7 +651,8 @@ fn whole_number(text: &str) -> WholeNumber {
     };
     let scale = exponent.saturating_sub(frac_digits.len() as i64);
     let integer = if scale >= 0 {
-        if digits.len() as i64 + scale > 39 {
+        // Saturating: an exponent near i64::MAX must not wrap round to a small number.
+        if (digits.len() as i64).saturating_add(scale) > 39 {
             return WholeNumber::TooLarge;
         }
         format!("{digits}{}", "0".repeat(scale as usize))
@@ -871,6 +872,8 @@ mod tests {
             ("1e-99999999999999999999", Fractional),
             ("1e40", TooLarge),
             ("1e99999999999999999999", TooLarge),
+            // Found by the fuzzer: an exponent of i64::MAX overflowed the digit count.
+            ("2222222225555555555550E9223372036854775807", TooLarge),
         ] {
             assert_eq!(whole_number(text), expected, "{text}");
         }
