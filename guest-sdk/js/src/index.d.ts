@@ -85,14 +85,15 @@ export interface Method {
 
 /**
  * Declares a method. The implementation gets one tensor per argument, in declaration order, and
- * must return synchronously. Declaration mistakes throw a TypeError at once.
+ * returns its outputs, or a Promise of them (an `async` function). Declaration mistakes throw a
+ * TypeError at once.
  *
  * Argument types are inferred per dtype only for the union of the args (TypeScript cannot map an
  * object's key order onto parameter positions); annotate parameters as `Tensor<"float32">`.
  */
 export function fn<R extends Spec | Specs>(
   declaration: Declaration<R>,
-  implementation: (...args: Tensor<any>[]) => Returned<R>,
+  implementation: (...args: Tensor<any>[]) => Returned<R> | Promise<Returned<R>>,
 ): Method;
 
 // ---- WIT values (wit/tensor.wit) as componentize-js passes them ----

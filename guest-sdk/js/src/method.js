@@ -125,13 +125,31 @@ function call(table, name, args) {
       return { tag: "err", val: toWitError(thrown, `method ${name}`) };
     }
     if (returned !== null && typeof returned === "object" && typeof returned.then === "function") {
-      throw SdkError.internal(`method ${name} returned a Promise; a method must be synchronous`);
+      // An `async` method: componentize-js runs the event loop until the promise the export
+      // returns settles, and takes its value as the result. A rejection is the method's throw.
+      return Promise.resolve(returned).then(
+        (value) => encoded(name, method.outputs, value),
+        (thrown) => ({ tag: "err", val: toWitError(thrown, `method ${name}`) }),
+      );
     }
-    return { tag: "ok", val: encodeOutputs(name, method.outputs, returned) };
+    return encoded(name, method.outputs, returned);
   } catch (thrown) {
-    // The SDK's own checks throw SdkErrors; anything else here is a bug in this SDK.
-    return { tag: "err", val: thrown instanceof SdkError ? toWitError(thrown) : toWitError(thrown, `wasmrpc guest SDK`) };
+    return sdkFailure(thrown);
   }
+}
+
+// The result of a method that returned `value`: its outputs, or why they do not match.
+function encoded(name, outputs, value) {
+  try {
+    return { tag: "ok", val: encodeOutputs(name, outputs, value) };
+  } catch (thrown) {
+    return sdkFailure(thrown);
+  }
+}
+
+// The SDK's own checks throw SdkErrors; anything else here is a bug in this SDK.
+function sdkFailure(thrown) {
+  return { tag: "err", val: thrown instanceof SdkError ? toWitError(thrown) : toWitError(thrown, `wasmrpc guest SDK`) };
 }
 
 function err(code, message) {

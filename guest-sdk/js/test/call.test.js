@@ -98,9 +98,20 @@ test("outputs are checked against their declaration: a mismatch is internal", ()
   assert.deepEqual(Array.from(returning(["int8", []], { data: [7], shape: [] }).val[0].shape), []);
 });
 
-test("a method returning a Promise is an internal error (componentize-js calls are synchronous)", () => {
-  const m = exportMethods({ m: fn({ returns: "int8" }, async () => ({ data: [1] })) });
-  assert.deepEqual(m.call("m", []), err("internal", "method m returned a Promise; a method must be synchronous"));
+test("an async method's result is its promise's, encoded and checked as a synchronous one's", async () => {
+  const m = exportMethods({
+    ok: fn({ returns: "int8" }, async () => ({ data: [1] })),
+    rejects: fn({ returns: "int8" }, async () => { throw new SdkError("not-found", "no row"); }),
+    wrong: fn({ returns: ["int8", [2]] }, async () => ({ data: [1, 2, 3] })),
+  });
+  const ok = await m.call("ok", []);
+  assert.equal(ok.tag, "ok");
+  assert.deepEqual(Array.from(ok.val[0].data), [1]);
+  assert.deepEqual(await m.call("rejects", []), err("not-found", "no row"));
+  assert.equal((await m.call("wrong", [])).val.tag, "internal");
+  // A synchronous method still answers synchronously: no promise where none is needed.
+  const sync = exportMethods({ m: fn({ returns: "int8" }, () => ({ data: [1] })) }).call("m", []);
+  assert.equal(sync.tag, "ok");
 });
 
 test("thrown errors map onto WIT codes as documented", () => {
