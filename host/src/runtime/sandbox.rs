@@ -128,9 +128,7 @@ impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         let log = &self.log;
         WasiCtxView {
-            ctx: self
-                .wasi
-                .get_or_insert_with(|| wasi_world::empty_wasi(log)),
+            ctx: self.wasi.get_or_insert_with(|| wasi_world::empty_wasi(log)),
             table: &mut self.table,
         }
     }

@@ -10,9 +10,9 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
 
+use wasmtime::component::ResourceTable;
 use wasmtime_wasi::sockets::SocketAddrUse;
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder};
-use wasmtime::component::ResourceTable;
 use wasmtime_wasi_http::{RequestOptions, WasiBody, WasiHttpCtx, WasiHttpHooks};
 
 use super::guest_log::GuestLog;
