@@ -20,7 +20,7 @@ use super::guest_log::GuestLog;
 /// What a guest's clocks count in, and the resolution they report.
 ///
 /// Enough for what a function needs of time (a timeout of its own, a rough duration in its
-/// log, seconds since 1970 for a timestamp), and a thousand times coarser than the nanosecond
+/// log, seconds since 1970 for a timestamp), and a million times coarser than the nanosecond
 /// clock a guest would otherwise read: too coarse to time a cache hit against a miss, or a
 /// branch of another tenant's code sharing the core, with a single reading. It is not a cure
 /// for timing channels: a guest can still count its own loop iterations between two ticks of
