@@ -34,3 +34,4 @@ mod secrets;
 mod tenants;
 mod tls;
 mod uploads;
+mod wasi_world;

@@ -41,7 +41,7 @@ pub enum UploadError {
     #[error("the component is invalid: {0}")]
     Invalid(String),
     /// Imports something outside the allow-list (every such import, named).
-    #[error("the component imports {}, which this server does not provide; a function gets no filesystem, network, clock or other host access", quoted(.0))]
+    #[error("the component imports {}, which this server does not provide; a function may import WASI 0.2 (an empty, deny-by-default world: docs/security.md) and `wasmrpc:tensor`, nothing else", quoted(.0))]
     ForbiddenImports(Vec<String>),
     /// A core module declares a linear memory that is larger at instantiation than all the
     /// memories of a call may be together: no call could ever instantiate it.

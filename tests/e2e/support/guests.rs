@@ -19,6 +19,7 @@ pub const PACKAGES: &[&str] = &[
     "guest-hostile",
     "guest-forbidden-fs",
     "guest-forbidden-net",
+    "guest-coarse-clock",
     "guest-wrong-world",
 ];
 
