@@ -1,5 +1,8 @@
 //! What a component declares it imports and exports, read from its bytes before compiling.
 //!
+//! The import rule is `runtime/imports.rs`'s, decided by name alone so it can be applied here:
+//! WASI 0.2 and this project's packages, nothing else.
+//!
 //! Compiling a large component takes seconds and leaves an artifact behind; a component that
 //! imports an interface no host provides, or does not export the method interface, would be
 //! refused after all that work. Reading the top-level import and export sections takes
@@ -86,11 +89,21 @@ mod tests {
                 (import "wasi:io/streams@0.2.6" (instance))
                 (import "evil:thing/steal" (instance))
                 (import "wasi:sockets/tcp@0.2.0" (instance))
+                (import "wasi:foo/bar@0.2.0" (instance))
+                (import "wasi:cli/environment@0.3.0" (instance))
+                (import "wasi:http/outgoing-handler@0.2.10" (instance))
                 {EXPORTS_METHOD})"#
         ));
         match check_declared(&bytes) {
             Err(UploadError::ForbiddenImports(names)) => {
-                assert_eq!(names, ["evil:thing/steal", "wasi:sockets/tcp@0.2.0"]);
+                assert_eq!(
+                    names,
+                    [
+                        "evil:thing/steal",
+                        "wasi:foo/bar@0.2.0",
+                        "wasi:cli/environment@0.3.0"
+                    ]
+                );
             }
             other => panic!("{other:?}"),
         }

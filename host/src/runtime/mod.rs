@@ -27,6 +27,7 @@ mod outputs;
 pub mod retire;
 mod sandbox;
 mod validate;
+mod wasi_world;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -157,6 +158,40 @@ impl std::fmt::Debug for Runtime {
     }
 }
 
+/// What a guest's imports are linked to: the tensor package's log, the SDK's panic report, and
+/// the WASI 0.2 world of `runtime/wasi_world.rs` (every interface `runtime/imports.rs` allows).
+fn guest_linker(engine: &Engine) -> anyhow::Result<Linker<CallState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+        .map_err(|e| anyhow::anyhow!("linking WASI: {e:?}"))?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+        .map_err(|e| anyhow::anyhow!("linking WASI HTTP: {e:?}"))?;
+    bindings::wasmrpc::tensor::log::add_to_linker::<CallState, wasmtime::component::HasSelf<_>>(
+        &mut linker,
+        |s| s,
+    )
+    .map_err(|e| anyhow::anyhow!("linking the log interface: {e:?}"))?;
+    bindings::panic::report::add_to_linker::<CallState, wasmtime::component::HasSelf<_>>(
+        &mut linker,
+        |s| s,
+    )
+    .map_err(|e| anyhow::anyhow!("linking the panic report interface: {e:?}"))?;
+    Ok(linker)
+}
+
+/// `guest` (a guest's instantiation or call in `store`), ended at the store's deadline even
+/// while the guest waits in a host call. Epoch interruption stops a guest only in its own
+/// code; one blocked in `poll` on an hour's `subscribe-duration` is a pending future that no
+/// tick reaches. Dropping it there is what wasmtime's async calls allow (the fiber unwinds; the
+/// store is dropped, never called again). `None`: the deadline came first.
+async fn within_deadline<F: Future>(store_deadline: Instant, guest: F) -> Option<F::Output> {
+    // The timer is only registered if the guest waits: a call that completes in its first poll
+    // pays for none.
+    tokio::time::timeout_at(tokio::time::Instant::from_std(store_deadline), guest)
+        .await
+        .ok()
+}
+
 impl Runtime {
     /// An engine configured with `config`'s limits, with its epoch ticker running.
     ///
@@ -170,19 +205,7 @@ impl Runtime {
         if let Some(before) = before {
             huge_pages::advise_new_pool(&before, &config);
         }
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|e| anyhow::anyhow!("linking WASI: {e:?}"))?;
-        bindings::wasmrpc::tensor::log::add_to_linker::<CallState, wasmtime::component::HasSelf<_>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(|e| anyhow::anyhow!("linking the log interface: {e:?}"))?;
-        bindings::panic::report::add_to_linker::<CallState, wasmtime::component::HasSelf<_>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(|e| anyhow::anyhow!("linking the panic report interface: {e:?}"))?;
+        let linker = guest_linker(&engine)?;
         let artifacts = match &config.artifact_cache {
             None => None,
             Some(dir) => Some(ArtifactCache::open(dir, &engine).map_err(|e| {
@@ -412,7 +435,8 @@ impl Runtime {
     ) -> Result<Vec<MethodSignature>, GuestFailure> {
         let mut store =
             self.new_store(self.config.signatures_deadline, self.config.memory_per_call);
-        let result = async {
+        let deadline_at = store.data().deadline_at;
+        let result = within_deadline(deadline_at, async {
             // `signatures` typed with the runtime's own result types, not the generated
             // bindings', so a value that does not lift names where it is malformed
             // (`runtime/lifted.rs`). Once an upload: the lookup and type check cost nothing here.
@@ -427,10 +451,15 @@ impl Runtime {
                 .get_typed_func::<(), (Lifted<Items<SignatureOut>>,)>(&mut store, &index)?;
             let called = signatures.call_async(&mut store, ()).await;
             Ok(called.map(|(Lifted(Items(sigs)),)| sigs))
-        }
+        })
         .await;
         let returned_by = "the component's signatures()";
         let deadline = self.config.signatures_deadline;
+        let Some(result) = result else {
+            return Err(GuestFailure::Deadline {
+                deadline_ms: deadline.as_millis() as u64,
+            });
+        };
         match result {
             Ok(Ok(sigs)) => Ok(sigs.into_iter().map(convert::signature_from_wit).collect()),
             // Instantiating, or finding the export, failed.
@@ -496,7 +525,8 @@ impl Runtime {
         deadline: Duration,
     ) -> Result<Vec<Tensor>, GuestFailure> {
         let wit_args: Vec<_> = args.iter().map(convert::tensor_to_wit).collect();
-        let result = async {
+        let deadline_at = store.data().deadline_at;
+        let result = within_deadline(deadline_at, async {
             // The instance without the generated bindings' per-instance lookups and type checks,
             // and `call` with its outputs copied out as they are lifted (`runtime/outputs.rs`).
             let instance = match instance {
@@ -512,7 +542,7 @@ impl Runtime {
             let call = module.call.get(&instance, &mut *store)?;
             let called = call.call_async(&mut *store, (method, &wit_args)).await;
             Ok(called.map(|(Lifted(outputs),)| outputs))
-        }
+        })
         .await;
         drop(wit_args);
         drop(args);
@@ -524,6 +554,11 @@ impl Runtime {
             tracing::debug!(method, dropped_bytes = dropped, guest_log = %text.trim_end(), guest_log_end = %end, "guest log");
         }
         let returned_by = || format!("method `{method}`");
+        let Some(result) = result else {
+            return Err(GuestFailure::Deadline {
+                deadline_ms: deadline.as_millis() as u64,
+            });
+        };
         let outputs = match result {
             Ok(Ok(Ok(outputs))) => outputs.into_inner().0,
             Ok(Ok(Err(guest_error))) => {

@@ -1,5 +1,5 @@
-//! The data one call's `Store` owns: its WASI context (empty), resource table, limiter, log and
-//! deadline; and [`new_store`], which makes a call's store with them.
+//! The data one call's `Store` owns: its WASI context (empty, `runtime/wasi_world.rs`), resource
+//! table, limiter, log and deadline; and [`new_store`], which makes a call's store with them.
 //!
 //! Everything a call can touch lives here, so dropping the store releases all of it. The WASI
 //! context is made the first time the guest calls a WASI function: most calls never do (a
@@ -10,18 +10,24 @@ use std::time::{Duration, Instant};
 
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store, UpdateDeadline};
-use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::panic::report;
 use super::bindings::{Level, wasmrpc::tensor::log};
 use super::config::FIRST_TURN_AT_LEAST;
 use super::guest_log::GuestLog;
 use super::limits::CallLimiter;
+use super::wasi_world::{self, DenyOutgoingHttp};
 
 /// Per-call store data.
 pub struct CallState {
-    /// Made on first use ([`empty_wasi`]).
+    /// Made on first use ([`wasi_world::empty_wasi`]).
     wasi: Option<WasiCtx>,
+    /// `wasi:http`'s (one integer; every request it would send is denied).
+    http: WasiHttpCtx,
+    http_hooks: DenyOutgoingHttp,
+    /// The host resources WASI hands the guest, capped ([`wasi_world::HOST_RESOURCES_PER_CALL`]).
     table: ResourceTable,
     /// Memory, table and instance limits of this call.
     pub limiter: CallLimiter,
@@ -41,7 +47,9 @@ impl CallState {
     pub fn new(limiter: CallLimiter, log_cap: usize, deadline_at: Instant) -> Self {
         CallState {
             wasi: None,
-            table: ResourceTable::new(),
+            http: wasi_world::http_ctx(),
+            http_hooks: DenyOutgoingHttp,
+            table: wasi_world::resource_table(),
             limiter,
             log: GuestLog::new(log_cap),
             deadline_at,
@@ -116,25 +124,24 @@ pub fn new_store(
     store
 }
 
-/// The WASI a guest gets: no environment, arguments, files, network or inherited stdio; stdout
-/// and stderr go to the call's capped log.
-fn empty_wasi(log: &GuestLog) -> WasiCtx {
-    WasiCtxBuilder::new()
-        .stdout(log.clone())
-        .stderr(log.clone())
-        .allow_blocking_current_thread(false)
-        .allow_tcp(false)
-        .allow_udp(false)
-        .allow_ip_name_lookup(false)
-        .build()
-}
-
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         let log = &self.log;
         WasiCtxView {
-            ctx: self.wasi.get_or_insert_with(|| empty_wasi(log)),
+            ctx: self
+                .wasi
+                .get_or_insert_with(|| wasi_world::empty_wasi(log)),
             table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_hooks,
         }
     }
 }
