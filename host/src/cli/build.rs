@@ -83,11 +83,17 @@ pub fn run(
     toolchains: Option<PathBuf>,
     args: &[OsString],
 ) -> anyhow::Result<()> {
-    let file = match args.first() {
+    // `-q` may come before FILE too.
+    let at = args
+        .iter()
+        .take_while(|a| *a == "-q" || *a == "--quiet")
+        .count();
+    let file = match args.get(at) {
         Some(first) if !first.to_string_lossy().starts_with('-') => PathBuf::from(first),
         // Cargo's arguments only, as before FILE existed.
         _ => return build_rust::run(args, output.as_deref()),
     };
+    let rest: Vec<OsString> = args[..at].iter().chain(&args[at + 1..]).cloned().collect();
     let kind = kind(&file)?;
     if kind == Kind::Rust {
         let manifest = if file.is_dir() {
@@ -99,11 +105,17 @@ pub fn run(
             bail!("{}: no Cargo.toml there", file.display());
         }
         let mut cargo_args: Vec<OsString> = vec!["--manifest-path".into(), manifest.into()];
-        cargo_args.extend(args[1..].iter().cloned());
+        cargo_args.extend(rest);
         return build_rust::run(&cargo_args, output.as_deref());
     }
-    let tail = Tail::try_parse_from(&args[1..])
-        .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim_end()))?;
+    let tail = Tail::try_parse_from(&rest).map_err(|e| {
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or_default();
+        anyhow::anyhow!(
+            "{}; after a source file, wasmrpc build takes -o PATH, --toolchains DIR and -q",
+            first.trim_start_matches("error: ")
+        )
+    })?;
     QUIET.store(tail.quiet, Ordering::Relaxed);
     let output = tail.output.or(output);
     let toolchains = tail.toolchains.or(toolchains);

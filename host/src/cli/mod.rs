@@ -69,7 +69,7 @@ enum Command {
         /// Name to register the method under.
         name: String,
         /// A component (.wasm), or a source to build first: app.py, app.js, app.mjs, app.ts, or a
-        /// Rust guest crate's directory or Cargo.toml (the component is written beside it).
+        /// Rust guest crate's directory or Cargo.toml (a source's component is written beside it).
         file: PathBuf,
         /// Where a source build's toolchains are found or installed (default: .wasmrpc/ beside
         /// the source file).
