@@ -5,6 +5,7 @@ mod support;
 
 mod artifacts;
 mod browsers;
+mod build_languages;
 mod cli;
 mod client_encodings;
 mod client_sdk;

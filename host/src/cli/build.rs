@@ -1,192 +1,227 @@
-//! `wasmrpc build`: a guest crate built as a component with no WASI imports.
-//!
-//! Runs `cargo build --target wasm32-unknown-unknown` (release unless a profile is given), then
-//! wraps each `cdylib` it produced into a component with the `wit-component` crate, from the
-//! `wasmrpc:tensor` type information wit-bindgen embedded in it. On that target Rust's standard
-//! library imports nothing, so the component imports only the `wasmrpc:tensor` interfaces it uses:
-//! the server sets up no WASI context for it, and a fresh instance costs less than one of a
-//! `wasm32-wasip2` build (docs/benchmarks.md). The SDK gives such a guest its heap
-//! (`guest-sdk/src/heap.rs`) and sends panic messages to the host's log.
-//!
-//! Each component is written beside cargo's module as `<crate>.component.wasm`; its path is
-//! printed on stdout, one a line, and what was built on stderr.
+//! `wasmrpc build FILE`: what FILE is decides how it becomes a component. A Rust guest crate (a
+//! directory, a `Cargo.toml`, or cargo's own arguments) goes to cargo (`build_rust.rs`); an
+//! `app.py` to componentize-py (`build_python.rs`); an `app.js`, `app.mjs` or `app.ts` to esbuild
+//! and componentize-js (`build_js.rs`), with toolchains from `toolchains.rs`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use anyhow::{Context as _, bail};
+use clap::Parser;
 
-/// The target a component with no WASI imports is built for.
-const TARGET: &str = "wasm32-unknown-unknown";
+use super::{build_js, build_python, build_rust, toolchains};
 
-/// Build, wrap, and print the components' paths.
-pub fn run(cargo_args: &[OsString]) -> anyhow::Result<()> {
-    check_target_installed()?;
-    let modules = cargo_build(cargo_args)?;
-    if modules.is_empty() {
-        bail!(
-            "cargo built no cdylib: a guest crate needs `crate-type = [\"cdylib\", \"rlib\"]` \
-             under [lib] (pick the crate with -p NAME in a workspace)"
-        );
+/// The extensions `wasmrpc build` accepts, for error messages.
+const ACCEPTED: &str = "a Rust crate (a directory or Cargo.toml), .py, .js, .mjs or .ts \
+                        (a .wasm is built already: deploy it as it is)";
+
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// One line of progress on stderr, cargo's way: the verb right-aligned in twelve columns.
+pub fn status(verb: &str, message: &str) {
+    if !QUIET.load(Ordering::Relaxed) {
+        eprintln!("{verb:>12} {message}");
     }
-    // `-q` quiets cargo, and this command's own report with it.
-    let quiet = cargo_args.iter().any(|a| a == "-q" || a == "--quiet");
-    let mut failed = 0;
-    for module in &modules {
-        match componentize_file(module) {
-            Ok((path, size, imports)) => {
-                if !quiet {
-                    eprintln!(
-                        "     Wrapped {} ({} KiB; imports: {})",
-                        path.display(),
-                        size.div_ceil(1024),
-                        if imports.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            imports.join(", ")
-                        }
-                    );
-                }
-                println!("{}", path.display());
-            }
-            Err(e) => {
-                failed += 1;
-                eprintln!("error: {}: {e:#}", module.display());
-            }
-        }
-    }
-    if failed > 0 {
-        bail!(
-            "{failed} of {} modules could not be made components",
-            modules.len()
-        );
-    }
-    Ok(())
 }
 
-/// Wrap a core module built with the guest SDK into a component.
+/// What a FILE argument names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A crate: its manifest path is passed to cargo.
+    Rust,
+    Python,
+    JavaScript,
+    TypeScript,
+    /// A component already.
+    Wasm,
+}
+
+/// What `file` is, told by its extension (or by being a crate's directory).
 ///
 /// # Errors
-/// The module carries no `wasmrpc:tensor` bindings (not built with the SDK or wit-bindgen), or
-/// they do not fit its exports.
-fn componentize(module: &[u8]) -> anyhow::Result<Vec<u8>> {
-    wit_component::ComponentEncoder::default()
-        .module(module)
-        .context(
-            "reading the module's component type (is it a wasmrpc guest, built with the \
-             wasmrpc-guest SDK?)",
-        )?
-        .validate(true)
-        .encode()
-        .context("making the component")
-}
-
-/// The component's path, size and imports.
-fn componentize_file(module: &Path) -> anyhow::Result<(PathBuf, usize, Vec<String>)> {
-    let bytes = std::fs::read(module).context("reading the module")?;
-    let component = componentize(&bytes)?;
-    let (imports, exports) = imports_and_exports(&component)?;
-    if !exports.iter().any(|e| e.starts_with(METHOD_INTERFACE)) {
-        bail!(
-            "the module exports no `{METHOD_INTERFACE}` interface: is it a wasmrpc guest, \
-             built with the wasmrpc-guest SDK and `wasmrpc_guest::export!`?"
-        );
+/// Neither a crate nor one of the accepted extensions.
+pub fn kind(file: &Path) -> anyhow::Result<Kind> {
+    if file.is_dir() || file.file_name().is_some_and(|n| n == "Cargo.toml") {
+        return Ok(Kind::Rust);
     }
-    let path = module.with_extension("component.wasm");
-    std::fs::write(&path, &component).with_context(|| format!("writing {}", path.display()))?;
-    Ok((path, component.len(), imports))
-}
-
-/// The interface every wasmrpc component exports.
-const METHOD_INTERFACE: &str = "wasmrpc:tensor/method";
-
-/// The names a component imports and exports (its own, not those of components nested in it).
-fn imports_and_exports(component: &[u8]) -> anyhow::Result<(Vec<String>, Vec<String>)> {
-    use wasmparser::Payload;
-    let mut depth = 0usize;
-    let (mut imports, mut exports) = (Vec::new(), Vec::new());
-    for payload in wasmparser::Parser::new(0).parse_all(component) {
-        match payload.context("reading the component")? {
-            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
-            Payload::End(_) => depth = depth.saturating_sub(1),
-            Payload::ComponentImportSection(section) if depth == 0 => {
-                for import in section {
-                    imports.push(import.context("reading an import")?.name.0.to_owned());
-                }
-            }
-            Payload::ComponentExportSection(section) if depth == 0 => {
-                for export in section {
-                    exports.push(export.context("reading an export")?.name.0.to_owned());
-                }
-            }
-            _ => {}
-        }
+    let ext = file
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("py") => Ok(Kind::Python),
+        Some("js" | "mjs") => Ok(Kind::JavaScript),
+        Some("ts" | "mts") => Ok(Kind::TypeScript),
+        Some("wasm") => Ok(Kind::Wasm),
+        Some("toml") => Ok(Kind::Rust),
+        _ => bail!(
+            "{}: cannot tell what to build from its name; wasmrpc build takes {ACCEPTED}",
+            file.display()
+        ),
     }
-    Ok((imports, exports))
 }
 
-/// Say how to install the target before cargo fails with a wall of "can't find crate" errors.
-fn check_target_installed() -> anyhow::Result<()> {
-    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let Ok(out) = Command::new(&rustc).args(["--print", "sysroot"]).output() else {
-        return Ok(()); // cargo will say what is wrong with the toolchain
+/// The options after FILE, re-read: clap gives everything after FILE to the cargo arguments.
+#[derive(Debug, Parser)]
+#[command(no_binary_name = true)]
+struct Tail {
+    #[arg(short = 'o', long)]
+    output: Option<PathBuf>,
+    #[arg(long)]
+    toolchains: Option<PathBuf>,
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+/// `wasmrpc build [-o PATH] [--toolchains DIR] [FILE | CARGO ARGS…]`.
+///
+/// # Errors
+/// FILE is not something this builds, or its toolchain failed.
+pub fn run(
+    output: Option<PathBuf>,
+    toolchains: Option<PathBuf>,
+    args: &[OsString],
+) -> anyhow::Result<()> {
+    // `-q` may come before FILE too.
+    let at = args
+        .iter()
+        .take_while(|a| *a == "-q" || *a == "--quiet")
+        .count();
+    let file = match args.get(at) {
+        Some(first) if !first.to_string_lossy().starts_with('-') => PathBuf::from(first),
+        // Cargo's arguments only, as before FILE existed.
+        _ => return build_rust::run(args, output.as_deref()),
     };
-    let sysroot = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    if !out.status.success() || sysroot.is_empty() {
-        return Ok(());
+    let rest: Vec<OsString> = args[..at].iter().chain(&args[at + 1..]).cloned().collect();
+    let kind = kind(&file)?;
+    if kind == Kind::Rust {
+        let manifest = if file.is_dir() {
+            file.join("Cargo.toml")
+        } else {
+            file.clone()
+        };
+        if !manifest.is_file() {
+            bail!("{}: no Cargo.toml there", file.display());
+        }
+        let mut cargo_args: Vec<OsString> = vec!["--manifest-path".into(), manifest.into()];
+        cargo_args.extend(rest);
+        return build_rust::run(&cargo_args, output.as_deref());
     }
-    let lib = Path::new(&sysroot).join("lib/rustlib").join(TARGET);
-    if !lib.exists() {
-        bail!("the {TARGET} target is not installed: run `rustup target add {TARGET}`");
-    }
+    let tail = Tail::try_parse_from(&rest).map_err(|e| {
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or_default();
+        anyhow::anyhow!(
+            "{}; after a source file, wasmrpc build takes -o PATH, --toolchains DIR and -q",
+            first.trim_start_matches("error: ")
+        )
+    })?;
+    QUIET.store(tail.quiet, Ordering::Relaxed);
+    let output = tail.output.or(output);
+    let toolchains = tail.toolchains.or(toolchains);
+    let path = source(&file, kind, output.as_deref(), toolchains.as_deref())?;
+    println!("{}", path.display());
     Ok(())
 }
 
-/// Run cargo; the `.wasm` files of the cdylibs it built (or found up to date).
-fn cargo_build(cargo_args: &[OsString]) -> anyhow::Result<Vec<PathBuf>> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--target", TARGET])
-        .args(["--message-format", "json-render-diagnostics"]);
-    let profile_given = cargo_args.iter().any(|a| {
-        let a = a.to_string_lossy();
-        a == "--release" || a == "-r" || a == "--profile" || a.starts_with("--profile=")
-    });
-    if !profile_given {
-        cmd.arg("--release");
+/// Build a Python, JavaScript or TypeScript source into a component: written to `output`, or
+/// beside the source as `<stem>.wasm`; its path is returned.
+///
+/// # Errors
+/// The toolchain could not be installed, or it refused the source.
+pub fn source(
+    file: &Path,
+    kind: Kind,
+    output: Option<&Path>,
+    toolchains: Option<&Path>,
+) -> anyhow::Result<PathBuf> {
+    let started = Instant::now();
+    if !file.is_file() {
+        bail!("{}: no such file", file.display());
     }
-    cmd.args(cargo_args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    let out = cmd.output().context("running cargo (is it on PATH?)")?;
-    let mut modules = Vec::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
-            // Not one of cargo's messages: a build script's output, say.
-            println!("{line}");
-            continue;
-        };
-        if message["reason"] != "compiler-artifact" {
-            continue;
-        }
-        let is_cdylib = message["target"]["kind"]
-            .as_array()
-            .is_some_and(|kinds| kinds.iter().any(|k| k == "cdylib"));
-        if !is_cdylib {
-            continue;
-        }
-        let files = message["filenames"].as_array().into_iter().flatten();
-        modules.extend(
-            files
-                .filter_map(|f| f.as_str())
-                .filter(|f| f.ends_with(".wasm"))
-                .map(PathBuf::from),
+    let file = std::path::absolute(file).context("finding the source's directory")?;
+    let project = file.parent().context("the source has no directory")?;
+    let output = match output {
+        Some(path) => path.to_path_buf(),
+        None => file.with_extension("wasm"),
+    };
+    let root = std::path::absolute(toolchains::dir(project, toolchains))
+        .context("finding the toolchains' directory")?;
+    // One directory per build: what the toolchain reads (WIT, SDK) and writes is here.
+    let scratch = root.join("work");
+    std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
+    let work = tempfile::Builder::new()
+        .prefix("build-")
+        .tempdir_in(&scratch)
+        .with_context(|| format!("making a work directory in {}", scratch.display()))?;
+    let built = match kind {
+        Kind::Python => build_python::build(&file, work.path(), &root)?,
+        Kind::JavaScript | Kind::TypeScript => build_js::build(&file, work.path(), &root)?,
+        Kind::Rust | Kind::Wasm => unreachable!("not a source file"),
+    };
+    let component = std::fs::read(&built).context("reading the built component")?;
+    let (_, exports) = build_rust::imports_and_exports(&component)?;
+    if !exports
+        .iter()
+        .any(|e| e.starts_with(build_rust::METHOD_INTERFACE))
+    {
+        bail!(
+            "{}: the component exports no `{}` interface",
+            file.display(),
+            build_rust::METHOD_INTERFACE
         );
     }
-    if !out.status.success() {
-        bail!("cargo build failed ({})", out.status);
+    if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
     }
-    Ok(modules)
+    std::fs::write(&output, &component).with_context(|| format!("writing {}", output.display()))?;
+    status(
+        "Finished",
+        &format!(
+            "{} ({:.1} MiB, {:.1} s)",
+            output.display(),
+            component.len() as f64 / (1024.0 * 1024.0),
+            started.elapsed().as_secs_f64()
+        ),
+    );
+    Ok(output)
+}
+
+/// The component to upload for `wasmrpc deploy NAME FILE`: FILE itself when it is a `.wasm`,
+/// otherwise what building it gives (a crate must give exactly one component).
+///
+/// # Errors
+/// FILE is not something this builds, or the build failed.
+pub fn for_deploy(file: &Path, toolchains: Option<&Path>) -> anyhow::Result<PathBuf> {
+    match kind(file)? {
+        Kind::Wasm => Ok(file.to_path_buf()),
+        Kind::Rust => {
+            let manifest = if file.is_dir() {
+                file.join("Cargo.toml")
+            } else {
+                file.to_path_buf()
+            };
+            let args: Vec<OsString> = vec!["--manifest-path".into(), manifest.into()];
+            let mut built = build_rust::build(&args)?;
+            if built.len() != 1 {
+                bail!(
+                    "{} built {} components; deploy one of them by its path",
+                    file.display(),
+                    built.len()
+                );
+            }
+            Ok(built.remove(0))
+        }
+        kind => source(file, kind, None, toolchains),
+    }
+}
+
+/// The toolchain's output with what helps the user first: the lines naming their file.
+pub fn failure(tool: &str, source: &Path, report: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{tool} could not build {}:\n{}",
+        source.display(),
+        report.trim_end()
+    )
 }

@@ -1,13 +1,19 @@
 //! The `wasmrpc` command line: `serve`, the client commands `deploy`, `list`, `call`, `delete`,
-//! which use the client SDK, the admin's `tenant` commands, and `build` for guest crates.
+//! which use the client SDK, the admin's `tenant` commands, and `build` for guest crates and
+//! Python and JavaScript sources.
 
 mod args;
 mod build;
+mod build_js;
+mod build_python;
+mod build_rust;
 mod client_cmds;
+mod embedded;
 mod open_files;
 pub mod output;
 mod serve;
 mod tenant_cmds;
+mod toolchains;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,12 +59,22 @@ enum Command {
         #[command(flatten)]
         settings: Box<ServeSettings>,
     },
-    /// Register a component under NAME (a new version if NAME exists).
+    /// Register a component under NAME (a new version if NAME exists); a source file or crate is
+    /// built first, as `wasmrpc build FILE` builds it.
+    #[command(
+        after_help = "Examples:\n  wasmrpc deploy softmax app.py\n  wasmrpc deploy matmul \
+                            app.ts --toolchains ~/.cache/wasmrpc\n  wasmrpc deploy f my_guest.wasm"
+    )]
     Deploy {
         /// Name to register the method under.
         name: String,
-        /// The component (.wasm built for wasm32-wasip2).
+        /// A component (.wasm), or a source to build first: app.py, app.js, app.mjs, app.ts, or a
+        /// Rust guest crate's directory or Cargo.toml (a source's component is written beside it).
         file: PathBuf,
+        /// Where a source build's toolchains are found or installed (default: .wasmrpc/ beside
+        /// the source file).
+        #[arg(long, env = "WASMRPC_TOOLCHAINS")]
+        toolchains: Option<PathBuf>,
         /// Which method of a multi-method component NAME calls.
         #[arg(long)]
         export: Option<String>,
@@ -107,19 +123,38 @@ enum Command {
         #[command(subcommand)]
         command: tenant_cmds::TenantCommand,
     },
-    /// Build a guest crate as a component with no WASI imports (cheaper to call than a
-    /// wasm32-wasip2 build): `cargo build --target wasm32-unknown-unknown`, release unless a
-    /// profile is given, then each cdylib wrapped into `<crate>.component.wasm` beside cargo's
-    /// output. Prints each component's path.
+    /// Build a component from a Python or JavaScript/TypeScript source, or from a Rust guest
+    /// crate. FILE's name says which: `app.py` is built with componentize-py, `app.js`,
+    /// `app.mjs` and `app.ts` with esbuild and componentize-js, each found or installed (pinned
+    /// versions) in a project-local directory, `.wasmrpc/` beside FILE unless `--toolchains`
+    /// names another; the component is written beside FILE (`app.wasm`) or to `-o PATH`. A
+    /// crate (a directory, a Cargo.toml, or no FILE and cargo's own arguments) is built with
+    /// `cargo build --target wasm32-unknown-unknown`, release unless a profile is given, each
+    /// cdylib wrapped into `<crate>.component.wasm` beside cargo's output: a component with no
+    /// WASI imports. Prints each component's path on stdout, progress on stderr.
     #[command(
-        after_help = "Example:\n  wasmrpc build -p my-guest\n  wasmrpc deploy f \
-                      target/wasm32-unknown-unknown/release/my_guest.component.wasm"
+        after_help = "Examples:\n  wasmrpc build app.py\n  wasmrpc build app.ts -o \
+                            dist/app.wasm --toolchains ~/.cache/wasmrpc\n  wasmrpc build \
+                            guests/my-guest\n  wasmrpc build -p my-guest\n  wasmrpc deploy f \
+                            target/wasm32-unknown-unknown/release/my_guest.component.wasm"
     )]
     Build {
-        /// Arguments for `cargo build`: `-p NAME`, `--manifest-path PATH`, `--profile P`,
-        /// `--target-dir DIR`, `--locked`, …
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        cargo_args: Vec<std::ffi::OsString>,
+        /// Write the component here (a source file, or a crate that builds one component).
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+        /// Where toolchains are found or installed (default: .wasmrpc/ beside FILE); one
+        /// directory may serve many projects.
+        #[arg(long, env = "WASMRPC_TOOLCHAINS")]
+        toolchains: Option<PathBuf>,
+        /// FILE (app.py, app.js, app.mjs, app.ts, a crate's directory or Cargo.toml) and then,
+        /// for a crate, arguments for `cargo build`: `-p NAME`, `--manifest-path PATH`,
+        /// `--profile P`, `--target-dir DIR`, `--locked`, …
+        #[arg(
+            value_name = "FILE | CARGO_ARGS",
+            trailing_var_arg = true,
+            allow_hyphen_values = true
+        )]
+        args: Vec<std::ffi::OsString>,
     },
 }
 
@@ -137,10 +172,13 @@ pub fn main() -> ExitCode {
         Command::Deploy {
             name,
             file,
+            toolchains,
             export,
             if_changed,
             server,
-        } => client_cmds::deploy(&server, &name, &file, export.as_deref(), if_changed),
+        } => build::for_deploy(&file, toolchains.as_deref()).and_then(|file| {
+            client_cmds::deploy(&server, &name, &file, export.as_deref(), if_changed)
+        }),
         Command::List { json, server } => client_cmds::list(&server, json),
         Command::Call {
             name,
@@ -152,7 +190,11 @@ pub fn main() -> ExitCode {
         } => client_cmds::call(&server, &name, &args, timeout_ms, version, json),
         Command::Delete { name, server } => client_cmds::delete(&server, &name),
         Command::Tenant { command } => tenant_cmds::run(&command),
-        Command::Build { cargo_args } => build::run(&cargo_args),
+        Command::Build {
+            output,
+            toolchains,
+            args,
+        } => build::run(output, toolchains, &args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
