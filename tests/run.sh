@@ -17,9 +17,12 @@ rustup target add wasm32-unknown-unknown
 # tests/e2e/python_clients.rs runs against the real server; a no-op when nothing changed.
 bash tests/python/setup.sh >/dev/null
 export WASMRPC_PYTHON="$PWD/target/py-venv/bin/python"
-# The Python guest SDK's own tests (pure Python: signatures, every dtype, the error table); the
-# components it builds are not uploaded yet (issue 33).
+# The guest SDKs' own tests, natively (signatures, every dtype, the error table): pure Python under
+# pytest, and the JavaScript one under node's test runner (node 18+ is on the machine, as npm is,
+# which `wasmrpc build app.js` needs too). Their components are built, uploaded and called by
+# tests/e2e/{python,js}_guests.rs.
 "$WASMRPC_PYTHON" -m pytest -q -p no:cacheprovider guest-sdk/python/tests examples/python/tests
+node --test guest-sdk/js/test
 # The Python SDK, a debug build, installed into that venv (tests/e2e/python_sdk.rs runs its tests).
 bash python/install.sh
 export WASMRPC_REQUIRE_PYTHON=1

@@ -59,8 +59,17 @@ export class SdkError extends Error {
  * `context`, when given, is put before the message (`method matmul: ...`) only for `internal`, where
  * the caller otherwise has no hint of where the bug is.
  */
+/** What SpiderMonkey (componentize-js's engine) throws when an allocation fails. */
+const OUT_OF_MEMORY = "out of memory";
+
 export function toWitError(thrown, context) {
   if (thrown instanceof SdkError) return { tag: thrown.code, val: thrown.message };
+  // SpiderMonkey reports an allocation it could not make (the call's memory cap reached) by
+  // throwing this string, not an Error: it is the caller's request that was too big, as Python's
+  // MemoryError is.
+  if (thrown === OUT_OF_MEMORY) {
+    return { tag: "resource-exhausted", val: context ? `${context}: ran out of memory` : "ran out of memory" };
+  }
   if (thrown instanceof TypeError || thrown instanceof RangeError) {
     return { tag: "invalid-argument", val: String(thrown.message) };
   }

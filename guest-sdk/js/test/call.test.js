@@ -119,6 +119,8 @@ test("thrown errors map onto WIT codes as documented", () => {
   assert.deepEqual(throwing(new SdkError("out-of-range", "index 7 of 4")), err("out-of-range", "index 7 of 4"));
   assert.deepEqual(throwing(new SdkError("RESOURCE_EXHAUSTED", "too big")), err("resource-exhausted", "too big"));
   assert.deepEqual(throwing(new TypeError("wants a matrix")), err("invalid-argument", "wants a matrix"));
+  // SpiderMonkey's allocation failure, thrown as a bare string: the call asked for too much.
+  assert.deepEqual(throwing("out of memory"), err("resource-exhausted", "method m: ran out of memory"));
   assert.deepEqual(throwing(new RangeError("k too large")), err("invalid-argument", "k too large"));
   assert.deepEqual(throwing(new Error("bug")), err("internal", "method m: Error: bug"));
   assert.deepEqual(throwing(new SyntaxError("bad")), err("internal", "method m: SyntaxError: bad"));

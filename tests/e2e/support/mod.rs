@@ -7,6 +7,7 @@ pub mod http;
 pub mod nats;
 pub mod python;
 pub mod server;
+pub mod source_guests;
 
 pub use guests::guest;
 pub use http::Http;
