@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job: build the server and the example components, start the server on its embedded
-# default store, and register every example. Ctrl-C stops it.
+# The main job: build the server and the example components (Rust; Python and JavaScript twins of
+# some), start the server on its embedded default store, and register every example. Ctrl-C stops it.
+# The first run installs the Python and JavaScript toolchains (needs python3, and node with npm).
 #
 #   bash examples/serve.sh                       # http://127.0.0.1:8080
 #   WASMRPC_LISTEN=127.0.0.1:9000 bash examples/serve.sh
@@ -18,6 +19,20 @@ guests=(example-add example-matmul example-softmax example-strings example-linal
 "$wasmrpc" build --profile guest --target-dir target/guests \
     $(printf -- '-p %s ' "${guests[@]}") >/dev/null
 wasm=target/guests/wasm32-unknown-unknown/guest
+# The Python and JavaScript twins, built with componentize-py and componentize-js (installed on
+# first use into target/toolchains, pinned); a build is redone only when its source or the binary
+# (which carries the SDKs) is newer than the component, so a rerun registers nothing new.
+sources=target/examples-src
+mkdir -p "$sources"
+build_source() { # SOURCE NAME
+    local out="$sources/$2.wasm"
+    if [[ ! -f $out || $1 -nt $out || $wasmrpc -nt $out ]]; then
+        "$wasmrpc" build "$1" -o "$out" --toolchains target/toolchains >/dev/null
+    fi
+}
+build_source examples/python/softmax/app.py softmax_py
+build_source examples/python/strings/app.py strings_py
+build_source examples/js/matmul/app.js matmul_js
 listen=${WASMRPC_LISTEN:-127.0.0.1:8080}
 export WASMRPC_SERVER="http://$listen"
 
@@ -49,9 +64,14 @@ deploy length "$wasm/example_strings.component.wasm" --export length
 for m in transpose sum scale max identity; do
     deploy "$m" "$wasm/example_linalg.component.wasm" --export "$m"
 done
+deploy softmax_py "$sources/softmax_py.wasm"
+deploy upper_py "$sources/strings_py.wasm" --export upper
+deploy length_py "$sources/strings_py.wasm" --export length
+deploy matmul_js "$sources/matmul_js.wasm"
 
 echo
 echo "examples registered; try:"
 echo "  curl -s $WASMRPC_SERVER/v1/methods"
 echo "  $wasmrpc call add 'int32:[1,2]' 'int32:[10,20]'"
+echo "  $wasmrpc call softmax_py 'float32:[1,2,3]'    # the same function in Python"
 wait "$server"

@@ -41,6 +41,9 @@ async fn connect(server: &ServerArgs) -> anyhow::Result<Client> {
     Ok(builder.connect().await?)
 }
 
+/// Uploads from this size on are said on stderr before they start (they take seconds).
+const SAYS_IT_UPLOADS_FROM: usize = 1 << 20;
+
 pub fn deploy(
     server: &ServerArgs,
     name: &str,
@@ -63,6 +66,14 @@ pub fn deploy(
                 );
                 return Ok(());
             }
+        }
+        if bytes.len() >= SAYS_IT_UPLOADS_FROM {
+            // A Python or JavaScript component is tens of MB and compiled before the server
+            // answers: say what the seconds are for.
+            eprintln!(
+                "   Uploading {name} ({:.1} MiB); the server compiles it before it answers",
+                bytes.len() as f64 / (1 << 20) as f64
+            );
         }
         let info = client.register(name, bytes, export).await?;
         out!(
