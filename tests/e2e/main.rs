@@ -22,6 +22,7 @@ mod instantiation;
 mod kserve;
 mod kserve_binary;
 mod kserve_repository;
+mod large_components;
 mod malformed;
 mod no_wasi;
 mod openapi;
