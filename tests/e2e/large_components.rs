@@ -1,7 +1,8 @@
 //! Large components as first-class (issue 33): a real 12 MB JavaScript component (SpiderMonkey,
 //! built with the pinned componentize-js by `host/benches/guests/build.sh`) uploads under the
 //! default limits, answers, keeps answering with copy-on-write memory images and costs one file
-//! descriptor, and a restart serves it from the stored artifact without compiling.
+//! descriptor (a memfd after its upload, its artifact file after a restart), and a restart serves
+//! it from the stored artifact, mapped from the file, without compiling.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -28,13 +29,18 @@ fn js_add() -> Vec<u8> {
     std::fs::read(path).expect("reading the JS guest")
 }
 
-/// Memory images (memfds) the process `pid` holds open.
-fn memory_images(pid: u32) -> usize {
+/// Descriptors the process `pid` holds open on files whose name contains `part`.
+fn open_files_named(pid: u32, part: &str) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()
         .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-        .filter(|target| target.to_string_lossy().contains("memfd:"))
+        .filter(|target| target.to_string_lossy().contains(part))
         .count()
+}
+
+/// Memory images held as memfds by the process `pid`.
+fn memory_images(pid: u32) -> usize {
+    open_files_named(pid, "memfd:")
 }
 
 /// `wasmrpc_compiles_total` from `/metrics`.
@@ -87,5 +93,22 @@ fn a_12_mb_js_component_runs_with_defaults_and_a_restart_serves_it_without_compi
     let http = server.http();
     add_twice(&http);
     assert_eq!(compiles(&http), 0, "loaded from its stored artifact");
-    assert_eq!(memory_images(server.pid()), 1);
+    // Loaded from its stored artifact, it is mapped from that file: its image is pages of the
+    // file, no memfd, and the file is the one descriptor it holds.
+    assert_eq!(memory_images(server.pid()), 0);
+    assert_eq!(open_files_named(server.pid(), ".cwasm"), 1);
+}
+
+/// After a restart a component's memory image is mapped from its artifact file rather than a
+/// memfd: a reused slot is still reset to it, and no call sees what an earlier one wrote.
+#[test]
+fn a_component_mapped_from_its_artifact_file_never_shows_a_previous_calls_memory() {
+    let mut server = crate::sandbox::hostile_server();
+    server.kill9_and_restart();
+    assert_eq!(
+        memory_images(server.pid()),
+        0,
+        "mapped from the artifact files"
+    );
+    crate::sandbox::assert_no_marker_survives(&server);
 }
