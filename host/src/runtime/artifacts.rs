@@ -69,6 +69,9 @@ impl ArtifactKey {
     }
 }
 
+/// The layout of an artifact file, part of every file name.
+const ARTIFACT_LAYOUT: u32 = 2;
+
 /// The file holding the MAC key, in the artifacts directory.
 const MAC_KEY_FILE: &str = "mac.key";
 
@@ -86,6 +89,9 @@ impl ArtifactCache {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         env!("CARGO_PKG_VERSION").hash(&mut hasher);
+        // The file layout: 2 puts the MAC after the artifact (1 put it first). Files of another
+        // layout get other names and are swept at start-up, not logged as damaged.
+        ARTIFACT_LAYOUT.hash(&mut hasher);
         Ok(ArtifactCache {
             mac_key: mac_key(&dir.join(MAC_KEY_FILE))?,
             dir: dir.to_path_buf(),
