@@ -5,6 +5,8 @@
 #
 #   P1, P2   host/benches/wrk.sh: the wasmrpc binary and the native baseline server under wrk
 #   P3-P10   host/benches/rows.rs: in process and against the real embedded server
+#   L1-L4    host/benches/lang.sh: Python and JavaScript guests against their Rust twin, and the
+#            18 MB Python component's upload to its first answer (issue 33). LANGS=0 leaves it out.
 #   C1       host/benches/cluster.sh: a CPU-bound method on 1 cluster worker, then on 2 (issue 10);
 #            NATS from tests/nats/setup.sh. CLUSTER=0 leaves it out.
 #
@@ -30,6 +32,13 @@ WRK_SECONDS=${WRK_SECONDS:-5} WRK_ROUNDS=${WRK_ROUNDS:-3} bash host/benches/wrk.
 echo
 echo "== P3-P10"
 cargo bench -p wasmrpc-host --bench rows 2>/dev/null
+
+if [ "${LANGS:-1}" != 0 ]; then
+    echo
+    echo "== L1-L4: Python and JavaScript guests against the Rust twin (issue 33)"
+    cargo build --release -p wasmrpc-host --bin wasmrpc >&2
+    bash host/benches/lang.sh
+fi
 
 if [ "${CLUSTER:-1}" != 0 ]; then
     echo

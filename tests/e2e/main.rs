@@ -24,6 +24,7 @@ mod js_guests;
 mod kserve;
 mod kserve_binary;
 mod kserve_repository;
+mod large_components;
 mod malformed;
 mod no_wasi;
 mod openapi;

@@ -12,7 +12,7 @@ use crate::support::{Http, TestServer, outputs, register, scalar_f32};
 const SLACK: Duration = Duration::from_millis(1000);
 
 /// A server with small limits so the bombs go off quickly.
-fn hostile_server() -> TestServer {
+pub(crate) fn hostile_server() -> TestServer {
     hostile_server_with_env(&[])
 }
 
@@ -331,7 +331,7 @@ fn a_fresh_instance_never_sees_a_previous_calls_memory_with_huge_pages() {
 /// pages of the memory; 24 MiB reaches far past them but stays within the pages kept resident
 /// and zeroed in place (`--keep-resident-mib`, 32); 48 MiB goes past those, so part of it is
 /// zeroed in place and the rest handed back to the kernel.
-fn assert_no_marker_survives(server: &TestServer) {
+pub(crate) fn assert_no_marker_survives(server: &TestServer) {
     let http = server.http();
     for mib in [1.0, 24.0, 1.0, 48.0, 24.0, 48.0] {
         outputs(&call(&http, "write_marker", mib, 0));

@@ -197,12 +197,13 @@ fn open_files(pid: u32) -> usize {
         .count()
 }
 
-/// Serving many methods must not take a file descriptor each (wasmtime's copy-on-write memory
-/// image is a memfd per module): under the usual limit of 1024, or 256 in a container, uploads
-/// would start failing after a few hundred components.
+/// A registered component holds at most one file descriptor: the memfd of its copy-on-write
+/// memory image (wasmtime keeps one per image of a module loaded from bytes; a Rust guest has
+/// one image), never one per method or per call. The server raises its soft open-file limit to
+/// the hard one at start (`cli/open_files.rs`); docs/limits.md says what a deployment needs.
 #[cfg(target_os = "linux")]
 #[test]
-fn distinct_components_do_not_each_keep_a_file_open() {
+fn a_distinct_component_holds_at_most_one_open_file() {
     let server = TestServer::start(&[]);
     let http = server.http();
     let add = guest("example-add");
@@ -223,9 +224,17 @@ fn distinct_components_do_not_each_keep_a_file_open() {
         digests.insert(r.json()["digest"].as_str().unwrap().to_owned());
     }
     assert_eq!(digests.len(), 50, "the components are distinct");
+    // The same bytes under more names share the compiled component and its image.
+    for n in 1..=20 {
+        let r = http.put(
+            &format!("/v1/methods/again-{n}?export=add"),
+            &with_custom_section(&add, 1),
+        );
+        assert_eq!(r.status, 201, "{n}: {}", String::from_utf8_lossy(&r.body));
+    }
     let after = open_files(server.pid());
     assert!(
-        after < before + 10,
+        after <= before + 50 + 5,
         "50 distinct components took {} more open files ({before} before, {after} after)",
         after.saturating_sub(before)
     );

@@ -3,6 +3,11 @@
 //! limit is raised to the hard one, which an unprivileged process may do; when even that is too
 //! low for the connection cap, the server says so, because past it new connections fail at
 //! `accept` instead of getting the cap's fast 503.
+//!
+//! Registered components count too: each holds one descriptor for its copy-on-write memory image
+//! (a memfd, or its mapped artifact file after a restart; `runtime/epoch.rs`,
+//! `runtime/artifacts.rs`). They are not known at start, so the warning is about connections
+//! only; docs/operations.md ("Open files") says what a deployment should allow for them.
 
 /// Descriptors the server keeps besides its connections: the store, blobs, logs, compile
 /// children's pipes, NATS, the metrics listener.

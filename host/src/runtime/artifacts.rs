@@ -11,13 +11,19 @@
 //!
 //! An artifact is written only for a registration that succeeded ([`ArtifactCache::put`] after
 //! the registry committed), and [`ArtifactCache::sweep`] deletes those no registration uses: at
-//! start-up and after a delete. Each file starts with an HMAC-SHA256 of its name and the
-//! artifact that follows, under a random key kept owner-only in the directory (`mac.key`),
-//! checked before the artifact is deserialized as native code: a file cut short by a crash,
-//! changed on disk, or copied under another name is deleted (logged) and the component compiled
-//! again. Files are owner-only, written to a temporary name and renamed, so a reader never sees
-//! half of one. A cache that cannot be written is only slower: failures are logged, never
-//! returned.
+//! start-up and after a delete. Each file is the artifact followed by an HMAC-SHA256 of its name
+//! and the artifact, under a random key kept owner-only in the directory (`mac.key`), checked
+//! before the artifact is loaded as native code: a file cut short by a crash, changed on disk, or
+//! copied under another name is deleted (logged) and the component compiled again. Files are
+//! owner-only, written to a temporary name and renamed, never written in place, so a reader
+//! never sees half of one.
+//!
+//! The artifact comes first so that wasmtime can map the file itself ([`ArtifactCache::open_file`]
+//! and `Component::deserialize_file`): its code and its copy-on-write memory images are then
+//! pages of the file, shared with the page cache and given back under pressure, instead of a
+//! private copy of tens of MiB per Python or JavaScript component and a memfd per image. The
+//! mapping holds the file open: one descriptor per component loaded this way. A cache that
+//! cannot be written is only slower: failures are logged, never returned.
 
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
@@ -63,6 +69,9 @@ impl ArtifactKey {
     }
 }
 
+/// The layout of an artifact file, part of every file name.
+const ARTIFACT_LAYOUT: u32 = 2;
+
 /// The file holding the MAC key, in the artifacts directory.
 const MAC_KEY_FILE: &str = "mac.key";
 
@@ -80,6 +89,9 @@ impl ArtifactCache {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         env!("CARGO_PKG_VERSION").hash(&mut hasher);
+        // The file layout: 2 puts the MAC after the artifact (1 put it first). Files of another
+        // layout get other names and are swept at start-up, not logged as damaged.
+        ARTIFACT_LAYOUT.hash(&mut hasher);
         Ok(ArtifactCache {
             mac_key: mac_key(&dir.join(MAC_KEY_FILE))?,
             dir: dir.to_path_buf(),
@@ -113,11 +125,30 @@ impl ArtifactCache {
 
     /// The stored artifact of `key`, if there is one and its MAC holds (a file that fails is
     /// deleted, logged).
+    #[cfg(test)]
     pub fn get(&self, key: &ArtifactKey) -> Option<Vec<u8>> {
+        let (_, mut bytes) = self.verified(key)?;
+        bytes.truncate(bytes.len() - 32);
+        Some(bytes)
+    }
+
+    /// The stored artifact file of `key`, open, if its MAC holds (a file that fails is deleted,
+    /// logged): the artifact is the file's bytes but the last 32, which wasmtime ignores (they
+    /// lie past every section it reads). Map it through `/proc/self/fd/N` of this very file, so
+    /// what is loaded is what was checked, whatever is renamed meanwhile.
+    pub fn open_file(&self, key: &ArtifactKey) -> Option<std::fs::File> {
+        self.verified(key).map(|(file, _)| file)
+    }
+
+    /// The file of `key` and its bytes, when the MAC holds.
+    fn verified(&self, key: &ArtifactKey) -> Option<(std::fs::File, Vec<u8>)> {
+        use std::io::Read as _;
         let path = self.path(key);
-        let mut bytes = std::fs::read(&path).ok()?;
+        let mut file = std::fs::File::open(&path).ok()?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).ok()?;
         let intact = bytes.len() >= 32 && {
-            let (mac, artifact) = bytes.split_at(32);
+            let (artifact, mac) = bytes.split_at(bytes.len() - 32);
             constant_time_eq(&self.mac(&self.file_name(key), artifact), mac)
         };
         if !intact {
@@ -129,8 +160,7 @@ impl ArtifactCache {
             self.remove(key);
             return None;
         }
-        bytes.drain(..32);
-        Some(bytes)
+        Some((file, bytes))
     }
 
     /// Store `artifact`, the compiled form of `key`'s component, owner-only.
@@ -146,8 +176,8 @@ impl ArtifactCache {
             .mode(0o600)
             .open(&temporary)
             .and_then(|mut file| {
-                file.write_all(&mac)?;
-                file.write_all(artifact)
+                file.write_all(artifact)?;
+                file.write_all(&mac)
             })
             .and_then(|()| std::fs::rename(&temporary, &path));
         if let Err(e) = written {
@@ -304,12 +334,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = cache(dir.path());
         let source = key("t", b"source");
-        // A tamperer who rewrites the artifact and fixes up a plain sha256 in front of it (what
-        // the check was before it was keyed) is caught by the MAC.
+        // A tamperer who rewrites the artifact and fixes up a plain sha256 after it is caught by
+        // the MAC.
         let resummed = |b: &mut Vec<u8>| {
             let mut forged = b"forged native code".to_vec();
             let sum = sha2::Sha256::digest(&forged);
-            forged.splice(0..0, sum);
+            forged.extend_from_slice(&sum);
             *b = forged;
         };
         for damage in [

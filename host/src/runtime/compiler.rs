@@ -10,8 +10,9 @@
 //! artifact themselves (`validate::check_bytes` refuses `.cwasm`).
 //!
 //! The child gets an empty environment but for its allocator's setting
-//! ([`crate::allocator::CONFINED_CHILD_ENV`]): the server's own, which may hold the cluster's
-//! credentials (`WASMRPC_CLUSTER`) or keys, is none of its business.
+//! ([`crate::allocator::CONFINED_CHILD_ENV`]) and the size of its compile pool
+//! (`RAYON_NUM_THREADS`): the server's own, which may hold the cluster's credentials
+//! (`WASMRPC_CLUSTER`) or keys, is none of its business.
 //!
 //! An embedding program that is not the `wasmrpc` binary compiles in-process unless it names a
 //! `wasmrpc` binary to use ([`Compiler::ChildProcess`]).
@@ -35,6 +36,28 @@ const EXIT_INVALID: u8 = 2;
 
 /// Bytes of a child's stderr kept: enough for any compile error, bounded against a flood.
 const STDERR_KEPT: usize = 64 << 10;
+
+/// Threads one compile child compiles on, at most: two compiles run at once
+/// (`COMPILES_AT_ONCE`).
+const COMPILE_THREADS_AT_MOST: usize = 8;
+
+/// Address space each compile thread is given of the child's budget: every thread has its own
+/// allocator heap and compiler state, and a compile whose threads cannot all get theirs fails
+/// (measured, docs/benchmarks.md, issue 33: the 18 MB Python and 12 MB JavaScript components
+/// compile on 4 threads within 1 GiB, not on 8; a small component on 2 threads needs more than
+/// 256 MiB).
+const COMPILE_MEMORY_PER_THREAD: u64 = 256 << 20;
+
+/// Threads a compile child with `memory` bytes of address space compiles on: one per CPU, at
+/// most [`COMPILE_THREADS_AT_MOST`] and one per [`COMPILE_MEMORY_PER_THREAD`] of its budget.
+fn compile_threads(memory: u64) -> usize {
+    let by_memory = usize::try_from(memory / COMPILE_MEMORY_PER_THREAD).unwrap_or(usize::MAX);
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(COMPILE_THREADS_AT_MOST)
+        .min(by_memory)
+        .max(1)
+}
 
 /// Where components are compiled.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -96,6 +119,11 @@ pub async fn compile_in_child(
         // compiles bytes from a stranger and needs only its allocator's setting.
         .env_clear()
         .envs(crate::allocator::CONFINED_CHILD_ENV)
+        // The size of the pool wasmtime compiles on (rayon's global pool).
+        .env(
+            "RAYON_NUM_THREADS",
+            compile_threads(config.compile_memory as u64).to_string(),
+        )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -228,7 +256,14 @@ pub fn child_main(args: &[String]) -> ExitCode {
         pooling: false,
         ..RuntimeConfig::default()
     };
-    let engine = match Engine::new(&epoch::engine_config(&config)) {
+    let mut engine_config = epoch::engine_config(&config);
+    // Every function compiled on every CPU: the reason the server compiles on one thread (an
+    // abandoned compile would hold rayon's shared pool) does not hold in a process of its own,
+    // killed with all its threads. An 18 MB Python component compiles in about half the time
+    // on two CPUs (docs/benchmarks.md, issue 33). Parallelism does not change the artifact.
+    // The parent sized the pool to the address-space budget (`RAYON_NUM_THREADS`).
+    engine_config.parallel_compilation(true);
+    let engine = match Engine::new(&engine_config) {
         Ok(engine) => engine,
         Err(e) => {
             eprintln!("creating the wasm engine: {e:?}");
@@ -272,6 +307,9 @@ fn confine(memory: u64, cpu_seconds: u64) {
         }
     };
     set(libc::RLIMIT_AS, memory);
+    // CPU time is summed over the compile's threads: the budget is the wall-clock timeout on
+    // each of them, so the parent's timeout stays the bound that is reached first.
+    let cpu_seconds = cpu_seconds.saturating_mul(compile_threads(memory) as u64);
     // The soft limit sends SIGXCPU; a second later the hard limit kills.
     let limit = libc::rlimit {
         rlim_cur: cpu_seconds as libc::rlim_t,

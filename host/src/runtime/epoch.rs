@@ -24,16 +24,20 @@ pub fn engine_config(config: &RuntimeConfig) -> Config {
         .epoch_interruption(true)
         .max_wasm_stack(config.max_wasm_stack)
         .async_stack_size(async_stack_size(config))
-        // No copy-on-write memory images: each one is a memfd held open for as long as its
-        // module lives, so every registered component would cost a file descriptor and a few
-        // hundred components would exhaust the process's limit. Data segments are copied at
-        // instantiation instead (see docs/benchmarks.md for what that costs per call).
-        .memory_init_cow(false)
+        // Copy-on-write memory images: an instance maps its module's initialised memory
+        // instead of copying it, which for a Python or JavaScript component is tens of MiB
+        // of pre-initialised interpreter per call (docs/benchmarks.md, issue 33). Each image
+        // of a module loaded from bytes is a memfd held as long as the module: about one
+        // descriptor per registered component, measured in docs/limits.md ("File
+        // descriptors"); `cli/open_files.rs` raises the soft limit to the hard one at start.
+        // A pooled slot is reset to its image between calls (the marker tests).
+        .memory_init_cow(true)
         // Each compile on its own thread, not on rayon's shared pool: a compile abandoned past
         // its timeout cannot be stopped, and on the pool its functions would hold the pool's
         // workers and make every later compile queue behind them. On its own thread it only
         // holds that thread, whose priority is lowered (`runtime/compiles.rs`). Two compiles
-        // still run at once (`COMPILES_AT_ONCE`).
+        // still run at once (`COMPILES_AT_ONCE`). The `__compile` child, which is killed
+        // with all its threads when abandoned, turns it back on (`runtime/compiler.rs`).
         .parallel_compilation(false);
     if config.pooling {
         let instances = pool_instances(config);

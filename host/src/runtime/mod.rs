@@ -140,6 +140,17 @@ impl Module {
     }
 }
 
+/// Why loading a compiled component failed. The pool's per-instance limits are checked at load,
+/// as `Component::new` would: the component's fault. Anything else is the server's own.
+fn load_error(e: wasmtime::Error) -> UploadError {
+    let message = format!("{e:#}");
+    if message.contains("pooling allocator") {
+        UploadError::Invalid(message)
+    } else {
+        UploadError::Internal(format!("loading the compiled component: {message}"))
+    }
+}
+
 /// The wasmtime engine and everything shared by all calls.
 pub struct Runtime {
     engine: Engine,
@@ -248,9 +259,11 @@ impl Runtime {
             )
         });
         if let Some((cache, key)) = &cached
-            && let Some(artifact) = cache.get(key)
+            && let Some(artifact) = cache.open_file(key)
         {
-            match self.deserialize(&artifact) {
+            // Mapped from its file: code and memory images are pages of the file, not a copy
+            // (`runtime/artifacts.rs`).
+            match self.deserialize_file(&artifact) {
                 Ok(component) => return self.prepare(&component, bytes.len(), None),
                 // Made by another build of the same settings, say: compile it again below.
                 Err(_) => cache.remove(key),
@@ -310,25 +323,25 @@ impl Runtime {
         })
     }
 
+    /// Load a stored artifact by mapping its file, checked by the cache before (its MAC), through
+    /// `/proc/self/fd` of the very descriptor that was checked.
+    fn deserialize_file(&self, file: &std::fs::File) -> Result<Component, UploadError> {
+        use std::os::fd::AsRawFd as _;
+        let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+        // SAFETY: as `deserialize`: the file is this server's own artifact, owner-only, whose
+        // MAC was just checked; the server never writes an artifact file in place (a new one
+        // is written under a temporary name and renamed), so the mapping does not change.
+        unsafe { Component::deserialize_file(&self.engine, &path) }.map_err(load_error)
+    }
+
     /// Load an artifact of this server's own compiler: from the `__compile` child, or from the
     /// artifact cache, where only this server writes what that child or `serialize` made.
     fn deserialize(&self, artifact: &[u8]) -> Result<Component, UploadError> {
         // SAFETY: the artifact was made by `wasmrpc __compile` (or `Component::serialize`) of
         // this same binary family with this engine's settings, never by a tenant (uploads of
         // precompiled artifacts are refused by `check_bytes`); it comes over a pipe from the
-        // child, or from the server's own artifact cache, whose files are checked against the
-        // sha256 stored with them. deserialize checks the engine's compatibility and refuses a
-        // mismatch.
-        unsafe { Component::deserialize(&self.engine, artifact) }.map_err(|e| {
-            let message = format!("{e:#}");
-            // The pool's per-instance limits are checked here, as `Component::new` would: the
-            // component's fault. Anything else is the server's own.
-            if message.contains("pooling allocator") {
-                UploadError::Invalid(message)
-            } else {
-                UploadError::Internal(format!("loading the compiled component: {message}"))
-            }
-        })
+        // child. deserialize checks the engine's compatibility and refuses a mismatch.
+        unsafe { Component::deserialize(&self.engine, artifact) }.map_err(load_error)
     }
 
     /// The last checks of a compiled component (its imports, its world), ready to instantiate.

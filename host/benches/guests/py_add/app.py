@@ -1,0 +1,20 @@
+"""Element-wise sum of two float32 tensors of the same shape: the Python twin of examples/add's
+`add_float32`, for the issue-33 rows of host/benches/run.sh (bench-only, not an example).
+
+Build from the repository root (host/benches/guests/build.sh does it):
+componentize-py -d wit/tensor.wit -w tensor-function componentize app
+    -p host/benches/guests/py_add -p guest-sdk/python/src -o target/bench-guests/py_add.wasm
+"""
+
+import array
+
+from wasmrpc_guest import InvalidArgument, Tensor, function
+
+
+@function
+def add(a: Tensor["float32"], b: Tensor["float32"]) -> Tensor["float32"]:
+    """Element-wise sum of two float32 tensors of the same shape (IEEE 754)."""
+    if a.shape != b.shape:
+        raise InvalidArgument(f"shapes differ: {list(a.shape)} and {list(b.shape)}")
+    x, y = a.array(), b.array()
+    return Tensor(array.array("f", map(float.__add__, x, y)), shape=a.shape)

@@ -1,0 +1,47 @@
+"""Latency of `add` on two 1,000-element float32 tensors at one keep-alive HTTP/1.1 connection, for
+each method named, interleaved in rounds so a noisy machine weighs on each alike (issue 33 rows of
+host/benches/run.sh). Prints one line per method: p50 and p99 in ms, then each p50 over the first's.
+
+    python3 host/benches/lang_latency.py HOST:PORT CALLS_PER_ROUND ROUNDS METHOD...
+"""
+import http.client
+import json
+import statistics
+import sys
+import time
+
+address, per_round, rounds, methods = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+host, port = address.rsplit(":", 1)
+t = {"dtype": "float32", "shape": [1000], "data": [i * 0.5 for i in range(1000)]}
+body = json.dumps({"args": [t, t]})
+want = [i * 1.0 for i in range(1000)]
+conn = http.client.HTTPConnection(host, int(port))
+times = {m: [] for m in methods}
+
+
+def call(method):
+    start = time.perf_counter()
+    conn.request("POST", f"/v1/methods/{method}/call", body, {"content-type": "application/json"})
+    response = conn.getresponse()
+    data = response.read()
+    elapsed = time.perf_counter() - start
+    if response.status != 200:
+        sys.exit(f"{method}: {response.status} {data[:300]!r}")
+    return elapsed, data
+
+
+for m in methods:
+    _, data = call(m)
+    if json.loads(data)["outputs"][0]["data"] != want:
+        sys.exit(f"{m}: a wrong answer")
+    for _ in range(50):
+        call(m)
+for _ in range(rounds):
+    for m in methods:
+        times[m].extend(call(m)[0] for _ in range(per_round))
+base = statistics.median(times[methods[0]])
+for m in methods:
+    ts = sorted(times[m])
+    p50 = statistics.median(ts)
+    print(f"{m} p50 {p50 * 1e3:.3f} ms p99 {ts[int(len(ts) * 0.99)] * 1e3:.3f} ms "
+          f"ratio {p50 / base:.2f} n {len(ts)}")
