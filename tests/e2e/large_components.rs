@@ -1,32 +1,18 @@
 //! Large components as first-class (issue 33): a real 12 MB JavaScript component (SpiderMonkey,
-//! built with the pinned componentize-js by `host/benches/guests/build.sh`) uploads under the
+//! built with `wasmrpc build` and the pinned componentize-js, its default WASI imports) uploads under the
 //! default limits, answers, keeps answering with copy-on-write memory images and costs one file
 //! descriptor (a memfd after its upload, its artifact file after a restart), and a restart serves
 //! it from the stored artifact, mapped from the file, without compiling.
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use serde_json::json;
 
 use crate::support::TestServer;
+use crate::support::source_guests::source_guest;
 
-/// The bench-only JavaScript `add` guest, built with the stock toolchain when missing.
+/// The bench-only JavaScript `add` guest, built with `wasmrpc build` (the stock toolchain, its
+/// default WASI imports) on first use.
 fn js_add() -> Vec<u8> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Command::new("bash")
-        .arg(root.join("host/benches/guests/build.sh"))
-        .env("ONLY", "js")
-        .output()
-        .expect("running host/benches/guests/build.sh");
-    assert!(
-        out.status.success(),
-        "building the JS guest: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let path = stdout.lines().last().expect("the JS guest's path");
-    std::fs::read(path).expect("reading the JS guest")
+    source_guest("host/benches/guests/js_add/app.js")
 }
 
 /// Descriptors the process `pid` holds open on files whose name contains `part`.

@@ -2,7 +2,7 @@
 // `add_float32`, for the issue-33 rows of host/benches/run.sh (bench-only, not an example). Built by
 // host/benches/guests/build.sh from the repository root.
 
-import { fn, exportMethods, SdkError } from "../../../../guest-sdk/js/src/index.js";
+import { fn, exportMethods, SdkError } from "@wasmrpc/guest";
 
 export const method = exportMethods({
   add: fn(

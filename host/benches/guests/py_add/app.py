@@ -1,9 +1,7 @@
 """Element-wise sum of two float32 tensors of the same shape: the Python twin of examples/add's
 `add_float32`, for the issue-33 rows of host/benches/run.sh (bench-only, not an example).
 
-Build from the repository root (host/benches/guests/build.sh does it):
-componentize-py -d wit/tensor.wit -w tensor-function componentize app
-    -p host/benches/guests/py_add -p guest-sdk/python/src -o target/bench-guests/py_add.wasm
+Built by host/benches/guests/build.sh: `wasmrpc build host/benches/guests/py_add/app.py`.
 """
 
 import array
