@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::compiles::{add_call, hard_to_compile, hard_to_compile_declaring};
 use crate::support::compose::with_custom_section;
-use crate::support::{TestServer, guest};
+use crate::support::{TestServer, compiles_total, guest};
 use crate::tenants::Keyed;
 
 /// The compiled artifacts in a data directory.
@@ -25,18 +25,6 @@ fn artifacts(data_dir: &Path) -> BTreeSet<PathBuf> {
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
         .collect()
-}
-
-/// `wasmrpc_compiles_total` from `/metrics` as `http` sees it.
-fn compiles(http: &crate::support::Http) -> u64 {
-    let r = http.get("/metrics");
-    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
-    String::from_utf8_lossy(&r.body)
-        .lines()
-        .find_map(|l| l.strip_prefix("wasmrpc_compiles_total "))
-        .expect("wasmrpc_compiles_total in /metrics")
-        .parse()
-        .unwrap()
 }
 
 /// A component importing an interface no host provides is refused naming it, without compiling
@@ -124,7 +112,7 @@ fn artifacts_no_registration_uses_are_swept() {
     let http = server.http();
     assert_eq!(artifacts(server.data_dir()), left);
     assert_eq!(
-        compiles(&http),
+        compiles_total(&http),
         0,
         "the registered component loaded from its artifact"
     );
@@ -141,11 +129,11 @@ fn another_tenants_identical_bytes_are_compiled_again() {
     let bytes = guest("example-add");
     let r = a.put("/v1/methods/add?export=add", &bytes);
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-    let before = compiles(&keyed.admin);
+    let before = compiles_total(&keyed.admin);
     let r = b.put("/v1/methods/add?export=add", &bytes);
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(
-        compiles(&keyed.admin),
+        compiles_total(&keyed.admin),
         before + 1,
         "B's upload was compiled"
     );
@@ -154,7 +142,7 @@ fn another_tenants_identical_bytes_are_compiled_again() {
     assert_eq!(artifacts(keyed.server.data_dir()).len(), 2);
     let r = a.put("/v1/methods/again?export=add", &bytes);
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-    assert_eq!(compiles(&keyed.admin), before + 1);
+    assert_eq!(compiles_total(&keyed.admin), before + 1);
     assert_eq!(add_call(&b, "add"), json!([3]));
 }
 
@@ -191,7 +179,11 @@ fn a_tampered_artifact_is_not_loaded_but_compiled_again() {
     std::fs::write(&add_file, &forged).unwrap();
     server.kill9_and_restart();
     let http = server.http();
-    assert_eq!(compiles(&http), 1, "add was compiled again, softmax loaded");
+    assert_eq!(
+        compiles_total(&http),
+        1,
+        "add was compiled again, softmax loaded"
+    );
     assert_eq!(add_call(&http, "add"), json!([3]));
 }
 

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use serde_json::json;
 
 use crate::support::guests::workspace_root;
-use crate::support::{TestServer, outputs, tensor};
+use crate::support::{TestServer, component, outputs, tensor};
 
 /// The toolchain cache every build here shares.
 fn toolchains() -> PathBuf {
@@ -133,27 +133,9 @@ fn project() -> &'static Project {
     })
 }
 
-/// The names a component exports, at its top level.
-fn exports(component: &[u8]) -> Vec<String> {
-    use wasmparser::Payload;
-    let mut depth = 0usize;
-    let mut names = Vec::new();
-    for payload in wasmparser::Parser::new(0).parse_all(component) {
-        match payload.expect("a valid component") {
-            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
-            Payload::End(_) => depth = depth.saturating_sub(1),
-            Payload::ComponentExportSection(section) if depth == 0 => {
-                names.extend(section.into_iter().map(|e| e.unwrap().name.0.to_owned()));
-            }
-            _ => {}
-        }
-    }
-    names
-}
-
 fn assert_is_a_tensor_function(built: &Built) {
     let bytes = std::fs::read(&built.component).expect("the printed path is the component");
-    let names = exports(&bytes);
+    let names = component::exports(&bytes);
     assert!(
         names.iter().any(|n| n == "wasmrpc:tensor/method@0.1.0"),
         "{names:?}"

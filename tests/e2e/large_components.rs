@@ -6,8 +6,8 @@
 
 use serde_json::json;
 
-use crate::support::TestServer;
 use crate::support::source_guests::source_guest;
+use crate::support::{TestServer, compiles_total};
 
 /// The bench-only JavaScript `add` guest, built with `wasmrpc build` (the stock toolchain, its
 /// default WASI imports) on first use.
@@ -27,17 +27,6 @@ fn open_files_named(pid: u32, part: &str) -> usize {
 /// Memory images held as memfds by the process `pid`.
 fn memory_images(pid: u32) -> usize {
     open_files_named(pid, "memfd:")
-}
-
-/// `wasmrpc_compiles_total` from `/metrics`.
-fn compiles(http: &crate::support::Http) -> u64 {
-    let r = http.get("/metrics");
-    String::from_utf8_lossy(&r.body)
-        .lines()
-        .find_map(|l| l.strip_prefix("wasmrpc_compiles_total "))
-        .expect("wasmrpc_compiles_total in /metrics")
-        .parse()
-        .unwrap()
 }
 
 fn add_twice(http: &crate::support::Http) {
@@ -69,7 +58,7 @@ fn a_12_mb_js_component_runs_with_defaults_and_a_restart_serves_it_without_compi
         r.status,
         String::from_utf8_lossy(&r.body)
     );
-    assert_eq!(compiles(&http), 1);
+    assert_eq!(compiles_total(&http), 1);
     add_twice(&http);
     // Its initialised memory is one copy-on-write image, a memfd held while the component is
     // registered: the one descriptor a component costs (calls hold none after they end).
@@ -78,7 +67,7 @@ fn a_12_mb_js_component_runs_with_defaults_and_a_restart_serves_it_without_compi
     server.kill9_and_restart();
     let http = server.http();
     add_twice(&http);
-    assert_eq!(compiles(&http), 0, "loaded from its stored artifact");
+    assert_eq!(compiles_total(&http), 0, "loaded from its stored artifact");
     // Loaded from its stored artifact, it is mapped from that file: its image is pages of the
     // file, no memfd, and the file is the one descriptor it holds.
     assert_eq!(memory_images(server.pid()), 0);

@@ -7,7 +7,9 @@ use std::path::Path;
 use serde_json::json;
 
 use crate::support::guests::{NO_WASI_PACKAGES, guest_without_wasi, guest_without_wasi_path};
-use crate::support::{Http, TestServer, guest, outputs, run_wasmrpc, scalar_f32, tensor};
+use crate::support::{
+    Http, TestServer, component, guest, outputs, run_wasmrpc, scalar_f32, tensor,
+};
 
 /// How many core modules a component holds: one for a guest whose imports take no string or
 /// list, else also wit-component's shim and fixup modules, which every call instantiates too.
@@ -21,24 +23,6 @@ fn core_modules(bytes: &[u8]) -> usize {
             )
         })
         .count()
-}
-
-/// The names a component imports (not those of components nested in it).
-fn component_imports(bytes: &[u8]) -> Vec<String> {
-    use wasmparser::Payload;
-    let mut depth = 0usize;
-    let mut names = Vec::new();
-    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
-        match payload.expect("a valid component") {
-            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
-            Payload::End(_) => depth = depth.saturating_sub(1),
-            Payload::ComponentImportSection(s) if depth == 0 => {
-                names.extend(s.into_iter().map(|i| i.unwrap().name.0.to_owned()));
-            }
-            _ => {}
-        }
-    }
-    names
 }
 
 fn put(http: &Http, name: &str, bytes: &[u8], export: &str) {
@@ -61,7 +45,7 @@ fn wasmrpc_build_writes_components_that_import_no_wasi() {
             path.display()
         );
         let component = guest_without_wasi(package);
-        let imports = component_imports(&component);
+        let imports = component::imports(&component);
         assert!(
             imports
                 .iter()
@@ -86,7 +70,7 @@ fn wasmrpc_build_writes_components_that_import_no_wasi() {
     }
     // The wasip2 build of the same crate, for contrast: it does import WASI.
     assert!(
-        component_imports(&guest("example-add"))
+        component::imports(&guest("example-add"))
             .iter()
             .any(|i| i.starts_with("wasi:"))
     );

@@ -1,5 +1,6 @@
 //! Shared pieces of the end-to-end suite: guests built from source, the real server, raw HTTP.
 
+pub mod component;
 pub mod compose;
 pub mod guests;
 pub mod handmade;
@@ -67,4 +68,17 @@ pub fn run_wasmrpc(args: &[&str]) -> (bool, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// `wasmrpc_compiles_total` from `/metrics` as `http` sees it: how many components the server
+/// has compiled since it started.
+pub fn compiles_total(http: &Http) -> u64 {
+    let r = http.get("/metrics");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    String::from_utf8_lossy(&r.body)
+        .lines()
+        .find_map(|l| l.strip_prefix("wasmrpc_compiles_total "))
+        .expect("wasmrpc_compiles_total in /metrics")
+        .parse()
+        .unwrap()
 }

@@ -248,3 +248,37 @@ pub fn register_source(http: &super::Http, source: &str, methods: &[&str]) -> Ve
         })
         .collect()
 }
+
+/// A `string` scalar: the argument of the hostile guests' probes.
+pub fn string_scalar(text: &str) -> serde_json::Value {
+    super::tensor("string", &[], serde_json::json!([text]))
+}
+
+/// The one string a call of `method` with `arg` answered (asserting that it answered).
+pub fn said(http: &super::Http, method: &str, arg: serde_json::Value) -> String {
+    let r = http.call(method, serde_json::json!([arg]), 30_000);
+    super::outputs(&r)[0]["data"][0]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Asserts that calling `method` with `arg` and a deadline of `deadline_ms` ends with
+/// DEADLINE_EXCEEDED, not before the deadline and at most 3 s after it (generous: a debug build on
+/// a shared machine).
+pub fn assert_ends_at_its_deadline(
+    http: &super::Http,
+    method: &str,
+    arg: serde_json::Value,
+    deadline_ms: u64,
+) {
+    let started = std::time::Instant::now();
+    let r = http.call(method, serde_json::json!([arg]), deadline_ms);
+    let took = started.elapsed();
+    assert_eq!(r.code(), "DEADLINE_EXCEEDED", "{method}: {}", r.message());
+    let deadline = std::time::Duration::from_millis(deadline_ms);
+    assert!(
+        took >= deadline && took < deadline + std::time::Duration::from_secs(3),
+        "{method} ended after {took:?}, its deadline {deadline:?}"
+    );
+}
