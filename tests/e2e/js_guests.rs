@@ -9,12 +9,12 @@
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::support::source_guests::{
     assert_ends_at_its_deadline, assert_output, dtype_edges, register_source, said, string_scalar,
 };
-use crate::support::{Http, TestServer, outputs, register, scalar_f32, tensor};
+use crate::support::{TestServer, outputs, register, scalar_f32, tensor};
 
 #[test]
 fn javascript_functions_answer_as_their_rust_twins_for_every_dtype_and_error() {

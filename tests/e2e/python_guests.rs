@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::support::source_guests::{
     assert_ends_at_its_deadline, assert_output, dtype_edges, register_source, said, string_scalar,
 };
-use crate::support::{Http, TestServer, outputs, register, scalar_f32, tensor};
+use crate::support::{TestServer, outputs, register, scalar_f32, tensor};
 
 fn close(got: &[Value], want: &[Value]) -> bool {
     got.len() == want.len()
