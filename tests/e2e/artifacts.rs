@@ -176,7 +176,11 @@ fn a_tampered_artifact_is_not_loaded_but_compiled_again() {
         sha2::Sha256::digest(&forged[32..]).as_slice(),
         "a hash-only check would accept it"
     );
-    std::fs::write(&add_file, &forged).unwrap();
+    // Replaced, not written in place: the running server maps the file it serves add from
+    // (`host/src/runtime/kept.rs`), and a file truncated under a mapping faults its reader.
+    let replacement = add_file.with_extension("forged");
+    std::fs::write(&replacement, &forged).unwrap();
+    std::fs::rename(&replacement, &add_file).unwrap();
     server.kill9_and_restart();
     let http = server.http();
     assert_eq!(

@@ -5,8 +5,8 @@
 //! `accept` instead of getting the cap's fast 503.
 //!
 //! Registered components count too: each holds one descriptor for its copy-on-write memory image
-//! (a memfd, or its mapped artifact file after a restart; `runtime/epoch.rs`,
-//! `runtime/artifacts.rs`). They are not known at start, so the warning is about connections
+//! (its mapped artifact file, or a memfd without an artifact cache; `runtime/epoch.rs`,
+//! `runtime/kept.rs`). They are not known at start, so the warning is about connections
 //! only; docs/operations.md ("Open files") says what a deployment should allow for them.
 
 /// Descriptors the server keeps besides its connections: the store, blobs, logs, compile

@@ -99,11 +99,20 @@ impl ModuleCache {
         Ok((self.runtime.describe(compiled).await?, artifact))
     }
 
-    /// Store the artifact of a component whose registration was committed.
-    pub fn keep(&self, artifact: Option<NewArtifact>) {
-        if let Some(artifact) = artifact {
-            self.runtime.keep_artifact(artifact);
-        }
+    /// Store the artifact of a component whose registration was committed, and return the
+    /// component to serve it with: `module` loaded from that file, its code and image pages of
+    /// the file rather than a private copy (`runtime/kept.rs`); `module` itself when there is
+    /// no new artifact or it cannot be stored or loaded.
+    pub async fn keep(&self, artifact: Option<NewArtifact>, module: Arc<Module>) -> Arc<Module> {
+        let Some(artifact) = artifact else {
+            return module;
+        };
+        // Writing and checking tens of MiB is blocking work: off the threads that answer.
+        let runtime = self.runtime.clone();
+        let fallback = module.clone();
+        tokio::task::spawn_blocking(move || runtime.keep_artifact(artifact, module))
+            .await
+            .unwrap_or(fallback)
     }
 
     /// Delete `tenant`'s stored artifact of `digest`: none of its registrations uses it now.
@@ -183,10 +192,7 @@ impl ModuleCache {
         let slot = match self.registry.blob(*digest).await {
             Ok(bytes) => match self.load(Arc::new(bytes), tenant).await {
                 // Stored bytes are registered: their artifact serves that registration.
-                Ok((m, artifact)) => {
-                    self.keep(artifact);
-                    Slot::Ready(m)
-                }
+                Ok((m, artifact)) => Slot::Ready(self.keep(artifact, m).await),
                 // The stored component itself is refused: that will not change until it is
                 // registered again, so remember it.
                 Err(e) if e.is_the_components_fault() => {

@@ -19,7 +19,8 @@
 //! never sees half of one.
 //!
 //! The artifact comes first so that wasmtime can map the file itself ([`ArtifactCache::open_file`]
-//! and `Component::deserialize_file`): its code and its copy-on-write memory images are then
+//! and `Component::deserialize_file`), at start-up and as soon as an upload's registration has
+//! stored it (`runtime/kept.rs`): its code and its copy-on-write memory images are then
 //! pages of the file, shared with the page cache and given back under pressure, instead of a
 //! private copy of tens of MiB per Python or JavaScript component and a memfd per image. The
 //! mapping holds the file open: one descriptor per component loaded this way. A cache that

@@ -27,9 +27,10 @@ pub fn engine_config(config: &RuntimeConfig) -> Config {
         // Copy-on-write memory images: an instance maps its module's initialised memory
         // instead of copying it, which for a Python or JavaScript component is tens of MiB
         // of pre-initialised interpreter per call (docs/benchmarks.md, issue 33). Each image
-        // of a module loaded from bytes is a memfd held as long as the module: about one
-        // descriptor per registered component, measured in docs/limits.md ("File
-        // descriptors"); `cli/open_files.rs` raises the soft limit to the hard one at start.
+        // of a module loaded from bytes is a memfd held as long as the module; a registered
+        // component is served from its mapped artifact file instead, whose pages the image
+        // is (`runtime/kept.rs`): one descriptor per registered component either way, measured
+        // in docs/limits.md; `cli/open_files.rs` raises the soft limit to the hard one at start.
         // A pooled slot is reset to its image between calls (the marker tests).
         .memory_init_cow(true)
         // Each compile on its own thread, not on rayon's shared pool: a compile abandoned past

@@ -21,6 +21,7 @@ pub mod failure;
 pub mod guest_log;
 mod huge_pages;
 pub mod imports;
+mod kept;
 mod lifted;
 pub mod limits;
 mod outputs;
@@ -293,13 +294,6 @@ impl Runtime {
             .zip(artifact)
             .map(|((_, key), bytes)| NewArtifact { key, bytes });
         self.prepare(&component, bytes.len(), artifact)
-    }
-
-    /// Store the artifact of a fresh compile whose registration has been committed.
-    pub fn keep_artifact(&self, artifact: NewArtifact) {
-        if let Some(cache) = &self.artifacts {
-            cache.put(&artifact.key, &artifact.bytes);
-        }
     }
 
     /// Delete `owner`'s stored artifact of the component whose sha256 is `source`.

@@ -329,8 +329,9 @@ impl Service {
             },
         };
         let registration = self.registry.register(new, component).await?;
-        // Only now: a refused upload leaves no artifact behind.
-        self.modules.keep(artifact);
+        // Only now: a refused upload leaves no artifact behind. From here the component is
+        // served from its artifact file, as after a restart.
+        let module = self.modules.keep(artifact, module).await;
         self.modules.insert(registration.digest, module);
         self.metrics.record_registration(tenant.as_str());
         tracing::info!(
