@@ -32,7 +32,8 @@ def call(method):
 
 for m in methods:
     _, data = call(m)
-    if json.loads(data)["outputs"][0]["data"] != want:
+    # The `noop` guests (host/benches/guests/*_noop) answer 0: only the `add` ones are checked.
+    if "noop" not in m and json.loads(data)["outputs"][0]["data"] != want:
         sys.exit(f"{m}: a wrong answer")
     for _ in range(50):
         call(m)
