@@ -1,21 +1,20 @@
 #!/usr/bin/env bash
-# Builds the bench-only `add` guests of the issue-33 rows (host/benches/run.sh) as a user would:
+# Builds the bench-only guests of the issue-33 rows (host/benches/lang.sh) as a user would:
 # `wasmrpc build app.py` / `app.js` (componentize-py, esbuild + componentize-js with its default
-# WASI imports; pinned toolchains in target/toolchains) into target/bench-guests/{py_add,js_add}.wasm.
-# A guest newer than its source and the binary is not built again. Prints the two paths. ONLY=py or
-# ONLY=js builds one of them and prints its path alone. WASMRPC=path/to/wasmrpc picks the binary.
+# WASI imports; pinned toolchains in target/toolchains) into target/bench-guests/NAME.wasm, for
+# NAME in py_add, js_add (the rows) and py_noop, js_noop (the floor of a call). A guest newer than
+# its source and the binary is not built again. Prints the four paths in that order.
+# WASMRPC=path/to/wasmrpc picks the binary.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 wasmrpc=${WASMRPC:-target/release/wasmrpc}
 out=target/bench-guests
 mkdir -p "$out"
-only=${ONLY:-}
-build() { # SOURCE OUT
-    if [[ ! $2 -nt $1 || $wasmrpc -nt $2 ]]; then
-        "$wasmrpc" build "$1" -o "$2" --toolchains target/toolchains >/dev/null
+for name in py_add js_add py_noop js_noop; do
+    source=host/benches/guests/$name/app.${name%%_*}
+    wasm=$out/$name.wasm
+    if [[ ! $wasm -nt $source || $wasmrpc -nt $wasm ]]; then
+        "$wasmrpc" build "$source" -o "$wasm" --toolchains target/toolchains >/dev/null
     fi
-}
-[[ $only == js ]] || build host/benches/guests/py_add/app.py "$out/py_add.wasm"
-[[ $only == py ]] || build host/benches/guests/js_add/app.js "$out/js_add.wasm"
-[[ $only == js ]] || echo "$PWD/$out/py_add.wasm"
-[[ $only == py ]] || echo "$PWD/$out/js_add.wasm"
+    echo "$PWD/$wasm"
+done
