@@ -27,6 +27,8 @@ pub mod body;
 pub mod cluster;
 pub mod code;
 pub mod dtype;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 pub mod headers;
 pub mod json;
 pub mod kserve;
