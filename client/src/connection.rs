@@ -170,7 +170,7 @@ async fn send_on(
         }
     }
     match response.await {
-        Ok(response) => Ok(response.map(Received)),
+        Ok(response) => Ok(response.map(Received::new)),
         // The server went away before it took the stream: it never saw the request.
         Err(e) if e.reason() == Some(h2::Reason::REFUSED_STREAM) => Err(Failure::unsent(e)),
         Err(e) => Err(Failure::sent(e)),
@@ -240,8 +240,21 @@ async fn unanswered(pings: Option<h2::PingPong>) {
     }
 }
 
-/// An answer's body as it arrives, each frame's room handed back to the server as it is taken.
-pub struct Received(h2::RecvStream);
+/// An answer's body as it arrives, each frame's room handed back to the server as it is taken,
+/// then its trailers (where a gRPC answer carries its status).
+pub struct Received {
+    stream: h2::RecvStream,
+    trailers_read: bool,
+}
+
+impl Received {
+    fn new(stream: h2::RecvStream) -> Self {
+        Received {
+            stream,
+            trailers_read: false,
+        }
+    }
+}
 
 impl http_body::Body for Received {
     type Data = Bytes;
@@ -251,19 +264,29 @@ impl http_body::Body for Received {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, h2::Error>>> {
-        match ready!(self.0.poll_data(cx)) {
+        if self.trailers_read {
+            return Poll::Ready(None);
+        }
+        match ready!(self.stream.poll_data(cx)) {
             Some(Ok(data)) => {
                 // The caller copies the frame right away; the room can go back at once.
-                let _ = self.0.flow_control().release_capacity(data.len());
-                Poll::Ready(Some(Ok(http_body::Frame::data(data))))
+                let _ = self.stream.flow_control().release_capacity(data.len());
+                return Poll::Ready(Some(Ok(http_body::Frame::data(data))));
             }
-            Some(Err(e)) => Poll::Ready(Some(Err(e))),
-            None => Poll::Ready(None),
+            Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+            None => {}
+        }
+        let trailers = ready!(self.stream.poll_trailers(cx));
+        self.trailers_read = true;
+        match trailers {
+            Ok(Some(trailers)) => Poll::Ready(Some(Ok(http_body::Frame::trailers(trailers)))),
+            Ok(None) => Poll::Ready(None),
+            Err(e) => Poll::Ready(Some(Err(e))),
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.0.is_end_stream()
+        self.trailers_read || self.stream.is_end_stream()
     }
 }
 

@@ -9,15 +9,16 @@
 //!
 //! | TensorFlow | wasmrpc-client |
 //! |---|---|
-//! | `Client.create("grpc", address, name)` | [`Client::create`]`("http", address, name, timeout)` |
+//! | `Client.create("grpc", address, name)` | [`Client::create`]`("grpc", address, name, timeout)` (or `"http"`) |
 //! | `client.call(args, method_name, output_specs, timeout_in_ms)` | [`Client::call`]`(method_name, args, output_specs, timeout)` → [`StatusOrResult`] |
 //! | `result.is_ok()`, `get_error()`, `get_value()` | [`StatusOrResult::is_ok`], [`get_error`](StatusOrResult::get_error), [`get_value`](StatusOrResult::get_value) |
 //! | `client.addition(a, b)` | [`Client::method`]`("addition")?.`[`call`](MethodHandle::call)`(vec![a, b])` |
 //! | `client.addition_blocking(a, b)` | [`MethodHandle::call_blocking`]`(vec![a, b])` |
 //! | `client.list_registered_methods()` | [`Client::list_registered_methods`] |
 //!
-//! The rpc layer is `"http"` (HTTP/2 with prior knowledge) or `"https"` (HTTP/2 over TLS,
-//! verified against the webpki roots). Everything beyond TF's four arguments, such as an API key
+//! The rpc layer is `"http"` (HTTP/2 with prior knowledge), `"https"` (HTTP/2 over TLS,
+//! verified against the webpki roots), or `"grpc"` and `"grpcs"`: the same connections, every
+//! call a gRPC `ModelInfer` of the Open Inference Protocol ([`grpc`]). Everything beyond TF's four arguments, such as an API key
 //! or a private CA to trust, goes through one builder, [`Client::builder`] (and
 //! [`blocking::Client::builder`]):
 //!
@@ -56,6 +57,7 @@ pub use wasmrpc_proto::body;
 pub mod client;
 pub mod cluster;
 mod connection;
+pub mod grpc;
 mod options;
 pub mod transport;
 

@@ -1,5 +1,7 @@
 //! A stand-in server for unit tests: HTTP/2 with prior knowledge, recording what each request
-//! carried and answering every one with an empty method list.
+//! carried and answering every one with an empty method list, except gRPC requests
+//! (`content-type: application/grpc`), which a stand-in `GRPCInferenceService` answers
+//! ([`FakeInference`]).
 //!
 //! It runs on a thread and runtime of its own so that blocking clients, which refuse to run
 //! inside a runtime, can be tested against it too.
@@ -7,9 +9,18 @@
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use tonic::codegen::Service as _;
+use tonic::{Request, Response, Status};
+
+use crate::grpc::grpc_inference_service_server::{
+    GrpcInferenceService, GrpcInferenceServiceServer as InferenceServer,
+};
+use crate::grpc::*;
 
 /// One request as the server saw it.
 pub(crate) struct Seen {
@@ -61,8 +72,27 @@ impl RecordingServer {
                                     path: req.uri().path().to_owned(),
                                     headers: req.headers().clone(),
                                 });
-                                let body = Full::new(Bytes::from_static(br#"{"methods":[]}"#));
-                                async move { Ok::<_, Infallible>(http::Response::new(body)) }
+                                let path = req.uri().path().to_owned();
+                                let grpc = req
+                                    .headers()
+                                    .get(http::header::CONTENT_TYPE)
+                                    .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+                                async move {
+                                    if grpc {
+                                        let mut inference = InferenceServer::new(FakeInference);
+                                        return inference.call(req).await;
+                                    }
+                                    // Every model takes `a` and `b`, for the gRPC calls' names.
+                                    let answer: &'static [u8] = if path.starts_with("/v2/models/") {
+                                        MODEL_METADATA
+                                    } else {
+                                        br#"{"methods":[]}"#
+                                    };
+                                    let body = Full::new(Bytes::from_static(answer));
+                                    Ok::<_, Infallible>(http::Response::new(
+                                        tonic::body::Body::new(body),
+                                    ))
+                                }
                             },
                         );
                         tokio::spawn(
@@ -97,5 +127,115 @@ impl Drop for RecordingServer {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// What `GET /v2/models/{name}` answers for every name: inputs `a` and `b`.
+const MODEL_METADATA: &[u8] = br#"{"name":"m","versions":["1"],"platform":"wasmrpc_wasm","inputs":[{"name":"a","datatype":"INT32","shape":[-1]},{"name":"b","datatype":"INT32","shape":[-1]}],"outputs":[]}"#;
+
+/// The stand-in gRPC service: `ModelInfer` of `echo` answers its inputs as outputs, of
+/// `missing` NOT_FOUND, of `denied` PERMISSION_DENIED, of `slow` after 10 s; every other RPC is
+/// UNIMPLEMENTED.
+pub(crate) struct FakeInference;
+
+#[tonic::async_trait]
+impl GrpcInferenceService for FakeInference {
+    async fn model_infer(
+        &self,
+        request: Request<ModelInferRequest>,
+    ) -> Result<Response<ModelInferResponse>, Status> {
+        let request = request.into_inner();
+        match request.model_name.as_str() {
+            "missing" => return Err(Status::not_found("no model named `missing`")),
+            "denied" => return Err(Status::permission_denied("not yours")),
+            "slow" => tokio::time::sleep(Duration::from_secs(10)).await,
+            _ => {}
+        }
+        let outputs = request
+            .inputs
+            .iter()
+            .map(|i| model_infer_response::InferOutputTensor {
+                name: i.name.clone(),
+                datatype: i.datatype.clone(),
+                shape: i.shape.clone(),
+                ..Default::default()
+            })
+            .collect();
+        Ok(Response::new(ModelInferResponse {
+            model_name: request.model_name,
+            outputs,
+            raw_output_contents: request.raw_input_contents,
+            ..Default::default()
+        }))
+    }
+
+    async fn server_live(
+        &self,
+        _: Request<ServerLiveRequest>,
+    ) -> Result<Response<ServerLiveResponse>, Status> {
+        Err(Status::unimplemented("ServerLive"))
+    }
+
+    async fn server_ready(
+        &self,
+        _: Request<ServerReadyRequest>,
+    ) -> Result<Response<ServerReadyResponse>, Status> {
+        Err(Status::unimplemented("ServerReady"))
+    }
+
+    async fn model_ready(
+        &self,
+        _: Request<ModelReadyRequest>,
+    ) -> Result<Response<ModelReadyResponse>, Status> {
+        Err(Status::unimplemented("ModelReady"))
+    }
+
+    async fn server_metadata(
+        &self,
+        _: Request<ServerMetadataRequest>,
+    ) -> Result<Response<ServerMetadataResponse>, Status> {
+        Err(Status::unimplemented("ServerMetadata"))
+    }
+
+    async fn model_metadata(
+        &self,
+        _: Request<ModelMetadataRequest>,
+    ) -> Result<Response<ModelMetadataResponse>, Status> {
+        Err(Status::unimplemented("ModelMetadata"))
+    }
+
+    async fn model_config(
+        &self,
+        _: Request<ModelConfigRequest>,
+    ) -> Result<Response<ModelConfigResponse>, Status> {
+        Err(Status::unimplemented("ModelConfig"))
+    }
+
+    async fn model_statistics(
+        &self,
+        _: Request<ModelStatisticsRequest>,
+    ) -> Result<Response<ModelStatisticsResponse>, Status> {
+        Err(Status::unimplemented("ModelStatistics"))
+    }
+
+    async fn repository_index(
+        &self,
+        _: Request<RepositoryIndexRequest>,
+    ) -> Result<Response<RepositoryIndexResponse>, Status> {
+        Err(Status::unimplemented("RepositoryIndex"))
+    }
+
+    async fn repository_model_load(
+        &self,
+        _: Request<RepositoryModelLoadRequest>,
+    ) -> Result<Response<RepositoryModelLoadResponse>, Status> {
+        Err(Status::unimplemented("RepositoryModelLoad"))
+    }
+
+    async fn repository_model_unload(
+        &self,
+        _: Request<RepositoryModelUnloadRequest>,
+    ) -> Result<Response<RepositoryModelUnloadResponse>, Status> {
+        Err(Status::unimplemented("RepositoryModelUnload"))
     }
 }

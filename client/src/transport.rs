@@ -228,24 +228,11 @@ impl Transport {
         let req = req.body(()).map_err(|e| {
             Error::new(Code::InvalidArgument, format!("bad request for {uri}: {e}"))
         })?;
-        let response = self.connection.send(req, &chunks).await.map_err(|failure| {
-            let chain = error_chain(failure.error.as_ref());
-            // What these low-level errors usually mean, said in the terms of this API.
-            let hint = if chain.contains("invalid peer certificate") {
-                "; to trust a private CA, give its certificate (Client::builder(..).ca_cert_pem, \
-                 or --ca-cert in the CLI)"
-            } else if self.tls && chain.contains("InvalidContentType") {
-                "; the server does not seem to speak TLS: try rpc_layer `http` (an http:// address)"
-            } else if !self.tls && chain.contains("frame with invalid size") {
-                "; the server may be serving TLS: try rpc_layer `https` (an https:// address)"
-            } else {
-                ""
-            };
-            Error::new(
-                Code::Unavailable,
-                format!("cannot reach the server at {}: {chain}{hint}", self.base),
-            )
-        })?;
+        let response = self
+            .connection
+            .send(req, &chunks)
+            .await
+            .map_err(|failure| self.unreachable(&failure))?;
         let (parts, body) = response.into_parts();
         let expected = parts
             .headers
@@ -260,6 +247,33 @@ impl Transport {
         } else {
             Err(error_from_response(parts.status, &parts.headers, &body))
         }
+    }
+}
+
+impl Transport {
+    /// UNAVAILABLE for a request that could not be exchanged, naming the server and, where the
+    /// low-level error usually means something in this API's terms, what to do about it.
+    pub(crate) fn unreachable(&self, failure: &connection::Failure) -> Error {
+        let chain = error_chain(failure.error.as_ref());
+        let hint = if chain.contains("invalid peer certificate") {
+            "; to trust a private CA, give its certificate (Client::builder(..).ca_cert_pem, \
+             or --ca-cert in the CLI)"
+        } else if self.tls && chain.contains("InvalidContentType") {
+            "; the server does not seem to speak TLS: try rpc_layer `http` (an http:// address)"
+        } else if !self.tls && chain.contains("frame with invalid size") {
+            "; the server may be serving TLS: try rpc_layer `https` (an https:// address)"
+        } else {
+            ""
+        };
+        Error::new(
+            Code::Unavailable,
+            format!("cannot reach the server at {}: {chain}{hint}", self.base),
+        )
+    }
+
+    /// The connection, its name header and its key, for the gRPC channel over it.
+    pub(crate) fn parts(&self) -> (&Arc<Connection>, &HeaderValue, Option<&HeaderValue>) {
+        (&self.connection, &self.name, self.key.as_ref())
     }
 }
 

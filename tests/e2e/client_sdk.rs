@@ -358,13 +358,22 @@ async fn a_wrong_dtype_is_refused_before_anything_is_sent() {
 }
 
 #[tokio::test]
-async fn an_unsupported_rpc_layer_is_invalid_argument_listing_http() {
-    let err = Client::create("grpc", "127.0.0.1:8080", "sdk", Duration::from_secs(1))
-        .await
-        .unwrap_err();
+async fn an_unsupported_rpc_layer_is_invalid_argument_listing_the_supported_ones() {
+    let err = Client::create(
+        "carrier-pigeon",
+        "127.0.0.1:8080",
+        "sdk",
+        Duration::from_secs(1),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
-    assert!(err.message().contains("`grpc`"), "{err}");
-    assert!(err.message().contains("supported layers: http"), "{err}");
+    assert!(err.message().contains("`carrier-pigeon`"), "{err}");
+    assert!(
+        err.message()
+            .contains("supported layers: http, https, grpc, grpcs"),
+        "{err}"
+    );
 }
 
 #[tokio::test]

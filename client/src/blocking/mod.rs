@@ -372,7 +372,7 @@ mod tests {
 
     #[test]
     fn an_unsupported_layer_is_refused_by_the_blocking_client_too() {
-        let err = Client::create("grpc", "127.0.0.1:1", "t", Duration::ZERO).unwrap_err();
+        let err = Client::create("carrier-pigeon", "127.0.0.1:1", "t", Duration::ZERO).unwrap_err();
         assert_eq!(err.code(), Code::InvalidArgument);
         assert!(err.message().contains("http"), "{err}");
     }

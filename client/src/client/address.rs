@@ -6,19 +6,52 @@
 use crate::code::Code;
 use crate::error::Error;
 
-/// The rpc layers a client can speak: `http` (HTTP/2 with prior knowledge over TCP) and `https`
-/// (HTTP/2 over TLS).
+/// The rpc layers a client can speak: `http` (HTTP/2 with prior knowledge over TCP), `https`
+/// (HTTP/2 over TLS), and `grpc` and `grpcs`: calls as gRPC `ModelInfer` (KServe v2 over gRPC)
+/// on the same kinds of connection, cleartext and TLS.
 ///
 /// ```
-/// assert_eq!(wasmrpc_client::client::RPC_LAYERS, &["http", "https"]);
+/// assert_eq!(wasmrpc_client::client::RPC_LAYERS, &["http", "https", "grpc", "grpcs"]);
 /// ```
-pub const RPC_LAYERS: &[&str] = &["http", "https"];
+pub const RPC_LAYERS: &[&str] = &["http", "https", "grpc", "grpcs"];
+
+/// How a client's calls travel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Protocol {
+    /// The HTTP routes (v2 binary infer or v1 JSON, by [`crate::Encoding`]).
+    Http,
+    /// gRPC `ModelInfer`.
+    Grpc,
+}
+
+/// What an rpc layer and an address come to: the transport's base URL (`http://` or
+/// `https://`) and how calls travel.
+#[derive(Debug)]
+pub(super) struct Resolved {
+    pub(super) base: String,
+    pub(super) protocol: Protocol,
+}
+
+/// `host:port` or `{rpc_layer}://host:port` → the base URL of the transport under the layer.
+pub(super) fn resolve(rpc_layer: &str, address: &str) -> Result<Resolved, Error> {
+    let named = base_url(rpc_layer, address)?;
+    let host_port = &named[rpc_layer.len() + 3..];
+    let (scheme, protocol) = match rpc_layer {
+        "grpc" => ("http", Protocol::Grpc),
+        "grpcs" => ("https", Protocol::Grpc),
+        other => (other, Protocol::Http),
+    };
+    Ok(Resolved {
+        base: format!("{scheme}://{host_port}"),
+        protocol,
+    })
+}
 
 /// `host:port` or `{rpc_layer}://host:port` → `{rpc_layer}://host:port`.
 ///
 /// An unsupported layer is refused with the list of supported ones; an address whose scheme is
 /// not the rpc layer is refused rather than silently sent over the other one.
-pub(super) fn base_url(rpc_layer: &str, address: &str) -> Result<String, Error> {
+fn base_url(rpc_layer: &str, address: &str) -> Result<String, Error> {
     if !RPC_LAYERS.contains(&rpc_layer) {
         return Err(Error::new(
             Code::InvalidArgument,
@@ -57,8 +90,33 @@ mod tests {
 
     #[test]
     fn a_layer_outside_the_list_is_refused_before_the_address_is_read() {
-        let err = base_url("grpc", "grpc://h:1").unwrap_err();
+        let err = base_url("carrier-pigeon", "carrier-pigeon://h:1").unwrap_err();
         assert_eq!(err.code(), Code::InvalidArgument);
-        assert!(err.message().contains("`grpc`"), "{err}");
+        assert!(err.message().contains("`carrier-pigeon`"), "{err}");
+        assert!(err.message().contains("http, https, grpc, grpcs"), "{err}");
+    }
+
+    #[test]
+    fn the_grpc_layers_travel_over_http2_cleartext_and_tls() {
+        let r = resolve("grpc", "h:1").unwrap();
+        assert_eq!(
+            (r.base.as_str(), r.protocol),
+            ("http://h:1", Protocol::Grpc)
+        );
+        let r = resolve("grpcs", "grpcs://h:1").unwrap();
+        assert_eq!(
+            (r.base.as_str(), r.protocol),
+            ("https://h:1", Protocol::Grpc)
+        );
+        let r = resolve("https", "h:1").unwrap();
+        assert_eq!(
+            (r.base.as_str(), r.protocol),
+            ("https://h:1", Protocol::Http)
+        );
+        let err = resolve("grpc", "http://h:1").unwrap_err();
+        assert!(
+            err.message().contains("is http but rpc_layer is `grpc`"),
+            "{err}"
+        );
     }
 }

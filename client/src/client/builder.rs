@@ -143,9 +143,26 @@ impl ClientBuilder {
     /// # Ok(()) }
     /// ```
     pub async fn connect(self) -> Result<Client, Error> {
-        let base = address::base_url(&self.rpc_layer, &self.address)?;
-        let transport = Transport::with_options(&base, &self.name, &self.options)?;
-        let client = Client::new(transport, self.name, self.timeout, self.options.encoding);
+        let resolved = address::resolve(&self.rpc_layer, &self.address)?;
+        if resolved.protocol == address::Protocol::Grpc && self.options.encoding == Encoding::Json {
+            return Err(Error::new(
+                crate::code::Code::InvalidArgument,
+                format!(
+                    "rpc_layer `{}` calls over gRPC, whose tensors are binary: the JSON \
+                     encoding is for the `http` and `https` layers",
+                    self.rpc_layer
+                ),
+            ));
+        }
+        let transport = Transport::with_options(&resolved.base, &self.name, &self.options)?;
+        let client = Client::new(
+            transport,
+            &self.rpc_layer,
+            resolved.protocol,
+            self.name,
+            self.timeout,
+            self.options.encoding,
+        );
         with_timeout(self.timeout, "creating the client", client.refresh()).await?;
         Ok(client)
     }
@@ -174,13 +191,22 @@ mod tests {
     }
 
     #[test]
-    fn only_http_and_https_are_supported_layers_and_the_error_lists_both() {
-        let err = create("grpc", "127.0.0.1:1").unwrap_err();
+    fn an_unsupported_layer_is_invalid_argument_listing_the_four() {
+        let err = create("carrier-pigeon", "127.0.0.1:1").unwrap_err();
         assert_eq!(err.code(), Code::InvalidArgument);
         assert!(
-            err.message().contains("supported layers: http, https"),
+            err.message()
+                .contains("supported layers: http, https, grpc, grpcs"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn json_over_a_grpc_layer_is_invalid_argument() {
+        let builder = Client::builder("grpc", "127.0.0.1:1").encoding(Encoding::Json);
+        let err = connect(builder).unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(err.message().contains("JSON encoding"), "{err}");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Method};
 use wasmrpc_proto::{headers, kserve};
 
-use super::{Client, Encoding, StatusOrResult, check_name, decode};
+use super::{Client, Encoding, Protocol, StatusOrResult, check_name, decode};
 use crate::body::Chunks;
 use crate::code::Code;
 use crate::error::Error;
@@ -178,9 +178,14 @@ impl Client {
         timeout: Duration,
     ) -> Result<Vec<Tensor>, Error> {
         let call = async {
-            match self.inner.encoding {
-                Encoding::Json => self.send_json_call(name, version, args, timeout).await,
-                Encoding::Binary => self.send_binary_call(name, version, args, timeout).await,
+            match (self.inner.protocol, self.inner.encoding) {
+                // gRPC's tensors are binary: `send_binary_call` takes that road for it.
+                (Protocol::Grpc, _) | (Protocol::Http, Encoding::Binary) => {
+                    self.send_binary_call(name, version, args, timeout).await
+                }
+                (Protocol::Http, Encoding::Json) => {
+                    self.send_json_call(name, version, args, timeout).await
+                }
             }
         };
         let limit = if timeout.is_zero() {
@@ -241,10 +246,10 @@ impl Client {
         Ok(response.outputs)
     }
 
-    /// The v2 infer route with binary tensor data both ways. Inputs go by name, so the names
-    /// come from the method list (or the model's metadata); when the server says they are stale
-    /// (the method was registered again with other inputs), they are fetched again and the call
-    /// is sent once more.
+    /// The v2 infer route with binary tensor data both ways, or gRPC `ModelInfer` under the
+    /// `grpc` layers. Inputs go by name, so the names come from the method list (or the model's
+    /// metadata); when the server says they are stale (the method was registered again with
+    /// other inputs), they are fetched again and the call is sent once more.
     async fn send_binary_call(
         &self,
         name: &str,
@@ -257,7 +262,8 @@ impl Client {
     }
 
     /// [`Client::send_binary_call`] run on the cluster's worker `worker` (`any`: any live one;
-    /// `None`: the server called).
+    /// `None`: the server called). A call to a worker goes by the HTTP route, which alone names
+    /// one, whatever the rpc layer.
     pub(crate) async fn send_binary_call_on(
         &self,
         name: &str,
@@ -266,19 +272,50 @@ impl Client {
         args: Vec<Tensor>,
         timeout: Duration,
     ) -> Result<Vec<Tensor>, Error> {
+        let grpc = self.inner.protocol == Protocol::Grpc && worker.is_none();
+        let args = &args;
+        let attempt = |names: Vec<String>| async move {
+            if grpc {
+                self.grpc_infer(name, version, &names, args, timeout).await
+            } else {
+                self.infer(name, version, worker, &names, args, timeout)
+                    .await
+            }
+        };
         let names = self.input_names(name, version).await?;
-        match self
-            .infer(name, version, worker, &names, &args, timeout)
-            .await
-        {
+        match attempt(names).await {
             Err(e) if e.is_invalid_argument() && stale_names(&e) => {
                 self.forget_input_names(name, version).await;
                 let names = self.input_names(name, version).await?;
-                self.infer(name, version, worker, &names, &args, timeout)
-                    .await
+                attempt(names).await
             }
             other => other,
         }
+    }
+
+    /// One gRPC `ModelInfer`: the tensors' bytes as `raw_input_contents`, the timeout as the
+    /// gRPC deadline (`grpc-timeout`; none for `ZERO`, and the server's default applies).
+    async fn grpc_infer(
+        &self,
+        name: &str,
+        version: Option<u32>,
+        names: &[String],
+        args: &[Tensor],
+        timeout: Duration,
+    ) -> Result<Vec<Tensor>, Error> {
+        let message = crate::grpc::infer_request(name, version, names, args)?;
+        let mut request = tonic::Request::new(message);
+        if !timeout.is_zero() {
+            request.set_timeout(timeout);
+        }
+        let response = self
+            .inner
+            .channel
+            .client()
+            .model_infer(request)
+            .await
+            .map_err(crate::grpc::status_to_error)?;
+        crate::grpc::response_outputs(response.into_inner())
     }
 
     /// The client's encoding: whether calls carry binary tensors (else JSON).
@@ -474,6 +511,8 @@ mod tests {
         // Made without `connect`, which would wait for the method list.
         let client = Client::new(
             Transport::new(&base, "t", None).unwrap(),
+            "http",
+            Protocol::Http,
             "t".into(),
             Duration::from_millis(100),
             Encoding::Binary,
@@ -494,6 +533,147 @@ mod tests {
             "{took:?}"
         );
         assert!(took < Duration::from_secs(5), "{took:?}");
+    }
+
+    async fn grpc_client(server: &crate::test_support::RecordingServer) -> Client {
+        let client = Client::builder("grpc", &server.address)
+            .name("g")
+            .key("my-key")
+            .connect()
+            .await
+            .unwrap();
+        server.take_requests(); // the method list, over HTTP
+        client
+    }
+
+    #[tokio::test]
+    async fn a_grpc_call_is_model_infer_with_raw_tensors_its_key_name_and_deadline() {
+        let server = crate::test_support::RecordingServer::start();
+        let client = grpc_client(&server).await;
+        assert_eq!(client.address(), format!("grpc://{}", server.address));
+        let a = Tensor::from_vec([2], vec![1i32, 2]).unwrap();
+        let b = Tensor::from_strings([1], &["é"]).unwrap();
+        let out = client
+            .call_async(
+                "echo",
+                vec![a.clone(), b.clone()],
+                None,
+                Some(Duration::from_millis(1500)),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out, vec![a, b], "the stand-in echoes its raw inputs");
+        let seen = server.take_requests();
+        let infer = seen.last().unwrap();
+        assert_eq!(infer.path, "/inference.GRPCInferenceService/ModelInfer");
+        assert_eq!(infer.header("content-type"), Some("application/grpc"));
+        assert_eq!(infer.header("authorization"), Some("Bearer my-key"));
+        assert_eq!(infer.header("x-wasmrpc-client"), Some("g"));
+        let deadline = infer.header("grpc-timeout").expect("a grpc-timeout");
+        assert!(
+            ["1500m", "1500000u", "1500000000n"].contains(&deadline),
+            "{deadline}"
+        );
+
+        // No timeout: no deadline, and the server's default applies.
+        let no_limit = Tensor::scalar(1i32);
+        client
+            .call_async(
+                "echo",
+                vec![no_limit.clone(), no_limit],
+                None,
+                Some(Duration::ZERO),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            server
+                .take_requests()
+                .last()
+                .unwrap()
+                .header("grpc-timeout"),
+            None
+        );
+    }
+
+    #[tokio::test]
+    async fn grpc_status_codes_are_the_same_errors_as_over_http() {
+        let server = crate::test_support::RecordingServer::start();
+        let client = grpc_client(&server).await;
+        let args = || vec![Tensor::scalar(1i32), Tensor::scalar(2i32)];
+        let err = client
+            .call_async("missing", args(), None, None)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::NotFound, "{err}");
+        // NOT_FOUND lists what exists, as over HTTP.
+        assert!(
+            err.message()
+                .starts_with("no model named `missing`; registered methods: none"),
+            "{err}"
+        );
+        let err = client
+            .call_async("denied", args(), None, None)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (err.code(), err.message()),
+            (Code::PermissionDenied, "not yours")
+        );
+        let started = std::time::Instant::now();
+        let err = client
+            .call_async("slow", args(), None, Some(Duration::from_millis(200)))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::DeadlineExceeded, "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        // The wrong number of arguments is refused before anything is sent.
+        let err = client
+            .call_async("echo", vec![Tensor::scalar(1i32)], None, None)
+            .await
+            .unwrap_err();
+        assert!(err.is_invalid_argument(), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_grpc_server_nobody_listens_on_is_unavailable_and_says_where() {
+        let address = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap()
+        };
+        let client = Client::new(
+            Transport::new(&format!("http://{address}"), "t", None).unwrap(),
+            "grpc",
+            Protocol::Grpc,
+            "t".into(),
+            Duration::ZERO,
+            Encoding::Binary,
+        );
+        let names = vec!["a".to_owned()];
+        let err = client
+            .grpc_infer("m", None, &names, &[Tensor::scalar(1i32)], Duration::ZERO)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::Unavailable, "{err}");
+        assert!(err.message().contains(&address.to_string()), "{err}");
+    }
+
+    #[tokio::test]
+    async fn the_raw_grpc_client_shares_the_connection_key_and_name() {
+        let server = crate::test_support::RecordingServer::start();
+        let client = grpc_client(&server).await;
+        let status = client
+            .grpc()
+            .server_live(crate::grpc::ServerLiveRequest {})
+            .await
+            .unwrap_err();
+        assert_eq!(
+            crate::grpc::status_to_error(status).code(),
+            Code::Unimplemented
+        );
+        let seen = server.take_requests();
+        assert_eq!(seen[0].path, "/inference.GRPCInferenceService/ServerLive");
+        assert_eq!(seen[0].header("authorization"), Some("Bearer my-key"));
     }
 
     #[test]

@@ -43,8 +43,11 @@ use std::time::Duration;
 
 use crate::code::Code;
 use crate::error::Error;
+use crate::grpc::{GrpcChannel, InferenceClient};
 use crate::signature::MethodInfo;
 use crate::transport::Transport;
+
+pub(crate) use address::Protocol;
 
 pub use address::RPC_LAYERS;
 pub use builder::ClientBuilder;
@@ -75,6 +78,11 @@ pub struct Client {
 #[derive(Debug)]
 struct Inner {
     transport: Transport,
+    /// The gRPC service on the same connection (the `grpc` and `grpcs` layers call with it).
+    channel: GrpcChannel,
+    /// `{rpc_layer}://host:port`.
+    address: String,
+    protocol: Protocol,
     name: String,
     default_timeout: Duration,
     encoding: Encoding,
@@ -143,14 +151,24 @@ impl Client {
     }
 
     /// A client over `transport` that knows no methods yet; [`Client::refresh`] fills them in.
+    /// Calls travel by `protocol`; the address it shows is `transport`'s under `rpc_layer`.
     fn new(
         transport: Transport,
+        rpc_layer: &str,
+        protocol: Protocol,
         name: String,
         default_timeout: Duration,
         encoding: Encoding,
     ) -> Client {
+        let host_port = transport
+            .base()
+            .split_once("://")
+            .map_or(transport.base(), |(_, rest)| rest);
         Client {
             inner: Arc::new(Inner {
+                channel: GrpcChannel::new(&transport),
+                address: format!("{rpc_layer}://{host_port}"),
+                protocol,
                 transport,
                 name,
                 default_timeout,
@@ -172,7 +190,8 @@ impl Client {
         &self.inner.name
     }
 
-    /// The server's address, as `http://host:port` or `https://host:port`.
+    /// The server's address under the client's rpc layer: `http://host:port`,
+    /// `https://host:port`, `grpc://host:port` or `grpcs://host:port`.
     ///
     /// ```no_run
     /// # async fn demo(client: wasmrpc_client::Client) {
@@ -180,7 +199,27 @@ impl Client {
     /// # }
     /// ```
     pub fn address(&self) -> &str {
-        self.inner.transport.base()
+        &self.inner.address
+    }
+
+    /// The generated gRPC client of `inference.GRPCInferenceService` on this client's
+    /// connection, with its key and name: every RPC of the service (health, metadata,
+    /// statistics, the repository), whatever the rpc layer. Answers are tonic's; map a
+    /// [`tonic::Status`] to this crate's [`Error`] with [`crate::grpc::status_to_error`].
+    ///
+    /// ```no_run
+    /// # async fn demo(client: wasmrpc_client::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// use wasmrpc_client::grpc::ModelStatisticsRequest;
+    /// let stats = client
+    ///     .grpc()
+    ///     .model_statistics(ModelStatisticsRequest { name: "add".into(), version: String::new() })
+    ///     .await?
+    ///     .into_inner();
+    /// println!("{:?}", stats.model_stats);
+    /// # Ok(()) }
+    /// ```
+    pub fn grpc(&self) -> InferenceClient {
+        self.inner.channel.client()
     }
 
     /// The connection (the cluster's routes use it).

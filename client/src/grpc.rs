@@ -1,0 +1,425 @@
+//! KServe v2 over gRPC (`inference.GRPCInferenceService`) on the client's own HTTP/2 connection:
+//! [`GrpcChannel`] carries tonic's requests over [`Transport`]'s connection (its TLS, key,
+//! name and pings), and the rpc layers `grpc` and `grpcs` send every call as a `ModelInfer`.
+//!
+//! The generated messages and client are re-exported here (from the contract crate), so a
+//! program can also call any other RPC of the service on the same connection:
+//! [`Client::grpc`](crate::Client::grpc).
+//!
+//! A call's tensors go as `raw_input_contents` and come back as `raw_output_contents` (typed
+//! `contents` are read too); its timeout goes as the gRPC deadline (`grpc-timeout`); gRPC status
+//! codes are the canonical codes, number for number, so an error is the same [`Error`] the HTTP
+//! layers give.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{HeaderValue, Uri, header};
+use http_body_util::BodyExt as _;
+pub use wasmrpc_proto::grpc::*;
+
+use crate::body::Chunks;
+use crate::code::Code;
+use crate::connection::{Connection, Received};
+use crate::dtype::DType;
+use crate::error::Error;
+use crate::tensor::Tensor;
+use crate::transport::{CLIENT_NAME_HEADER, Transport};
+
+/// The generated client of `inference.GRPCInferenceService` over a [`GrpcChannel`], with no
+/// limit on message sizes (tonic's default of 4 MiB for answers is far below a tensor's).
+pub type InferenceClient = grpc_inference_service_client::GrpcInferenceServiceClient<GrpcChannel>;
+
+/// tonic's requests on a [`Transport`]'s HTTP/2 connection: each request's scheme and authority
+/// are the server's, and it carries the client's name and its key (`authorization: Bearer …`,
+/// a sensitive header). Cloning is cheap; clones share the connection.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use wasmrpc_client::grpc::{GrpcChannel, ServerLiveRequest, grpc_inference_service_client::GrpcInferenceServiceClient};
+/// use wasmrpc_client::transport::Transport;
+/// let transport = Transport::new("http://127.0.0.1:8080", "raw", None)?;
+/// let mut client = GrpcInferenceServiceClient::new(GrpcChannel::new(&transport));
+/// let live = client.server_live(ServerLiveRequest {}).await?.into_inner().live;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct GrpcChannel {
+    transport: Transport,
+    connection: Arc<Connection>,
+    scheme: http::uri::Scheme,
+    authority: http::uri::Authority,
+    name: HeaderValue,
+    key: Option<HeaderValue>,
+}
+
+impl std::fmt::Debug for GrpcChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrpcChannel")
+            .field("transport", &self.transport)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GrpcChannel {
+    /// A channel on `transport`'s connection.
+    ///
+    /// # Panics
+    /// Never for a transport made by [`Transport::new`] or [`Transport::with_options`], whose
+    /// base address is always a full URL.
+    pub fn new(transport: &Transport) -> GrpcChannel {
+        let base: Uri = transport
+            .base()
+            .parse()
+            .expect("a transport's base address is a URL");
+        let (connection, name, key) = transport.parts();
+        GrpcChannel {
+            transport: transport.clone(),
+            connection: connection.clone(),
+            scheme: base
+                .scheme()
+                .cloned()
+                .expect("a transport's base has a scheme"),
+            authority: base
+                .authority()
+                .cloned()
+                .expect("a transport's base has a host"),
+            name: name.clone(),
+            key: key.cloned(),
+        }
+    }
+
+    /// The generated client on this channel, with no limit on message sizes.
+    pub fn client(&self) -> InferenceClient {
+        InferenceClient::new(self.clone())
+            .max_decoding_message_size(usize::MAX)
+            .max_encoding_message_size(usize::MAX)
+    }
+
+    async fn exchange(
+        self,
+        request: http::Request<tonic::body::Body>,
+    ) -> Result<http::Response<Received>, tonic::Status> {
+        let (mut parts, body) = request.into_parts();
+        // A unary request's body is its one message, already encoded: its buffers go out as
+        // they are, with the head, in one write.
+        let mut chunks = Vec::new();
+        let mut body = body;
+        while let Some(frame) = body.frame().await {
+            if let Ok(data) = frame?.into_data() {
+                chunks.push(data);
+            }
+        }
+        let mut uri = parts.uri.into_parts();
+        uri.scheme = Some(self.scheme.clone());
+        uri.authority = Some(self.authority.clone());
+        parts.uri = Uri::from_parts(uri)
+            .map_err(|e| tonic::Status::invalid_argument(format!("bad gRPC path: {e}")))?;
+        parts.headers.insert(CLIENT_NAME_HEADER, self.name.clone());
+        if let Some(key) = &self.key {
+            parts.headers.insert(header::AUTHORIZATION, key.clone());
+        }
+        let request = http::Request::from_parts(parts, ());
+        self.connection
+            .send(request, &Chunks::new(chunks))
+            .await
+            .map_err(|failure| {
+                let error = self.transport.unreachable(&failure);
+                tonic::Status::unavailable(error.message().to_owned())
+            })
+    }
+}
+
+impl tonic::codegen::Service<http::Request<tonic::body::Body>> for GrpcChannel {
+    type Response = http::Response<Received>;
+    type Error = tonic::Status;
+    type Future =
+        Pin<Box<dyn Future<Output = Result<http::Response<Received>, tonic::Status>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), tonic::Status>> {
+        // The connection is opened (or opened again) by the request itself.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+        Box::pin(self.clone().exchange(request))
+    }
+}
+
+/// A gRPC status as the client's [`Error`]: the same canonical code (gRPC's numbers are
+/// TensorFlow's), the server's message.
+///
+/// ```
+/// use wasmrpc_client::{Code, grpc::status_to_error};
+/// let e = status_to_error(tonic::Status::not_found("no model named `m`"));
+/// assert_eq!((e.code(), e.message()), (Code::NotFound, "no model named `m`"));
+/// ```
+pub fn status_to_error(status: tonic::Status) -> Error {
+    let number = status.code() as i32;
+    let code = usize::try_from(number - 1)
+        .ok()
+        .and_then(|i| Code::ALL.get(i).copied())
+        .unwrap_or(Code::Unknown);
+    Error::new(code, status.message().to_owned())
+}
+
+/// The `ModelInfer` request of a call: each input named and typed, its bytes in
+/// `raw_input_contents` (shared with the tensor, not copied), every output asked for.
+///
+/// # Errors
+/// INVALID_ARGUMENT when `names` and `args` differ in length (the call names its inputs).
+pub fn infer_request(
+    name: &str,
+    version: Option<u32>,
+    names: &[String],
+    args: &[Tensor],
+) -> Result<ModelInferRequest, Error> {
+    if names.len() != args.len() {
+        return Err(Error::new(
+            Code::InvalidArgument,
+            format!(
+                "`{name}` takes {} argument(s) ({}), got {}",
+                names.len(),
+                names.join(", "),
+                args.len()
+            ),
+        ));
+    }
+    let inputs = names
+        .iter()
+        .zip(args)
+        .map(|(input, tensor)| model_infer_request::InferInputTensor {
+            name: input.clone(),
+            datatype: tensor.dtype().kserve_name().to_owned(),
+            shape: tensor
+                .shape()
+                .iter()
+                .map(|&d| i64::try_from(d).unwrap_or(i64::MAX))
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    Ok(ModelInferRequest {
+        model_name: name.to_owned(),
+        model_version: version.map(|v| v.to_string()).unwrap_or_default(),
+        inputs,
+        raw_input_contents: args.iter().map(|t| t.raw_bytes().clone()).collect(),
+        ..Default::default()
+    })
+}
+
+/// The outputs of a `ModelInfer` answer as tensors: from `raw_output_contents` (no copy), else
+/// from each output's typed `contents`.
+///
+/// # Errors
+/// INTERNAL when the answer does not describe valid tensors (the server's fault).
+pub fn response_outputs(response: ModelInferResponse) -> Result<Vec<Tensor>, Error> {
+    let bad = |why: String| {
+        Error::new(
+            Code::Internal,
+            format!("the server's answer could not be read: {why}"),
+        )
+    };
+    let raw = response.raw_output_contents;
+    if !raw.is_empty() && raw.len() != response.outputs.len() {
+        return Err(bad(format!(
+            "{} outputs but {} raw_output_contents",
+            response.outputs.len(),
+            raw.len()
+        )));
+    }
+    let mut raw = raw.into_iter();
+    response
+        .outputs
+        .into_iter()
+        .map(|output| {
+            let dtype = DType::from_kserve_name(&output.datatype).ok_or_else(|| {
+                bad(format!(
+                    "output `{}` has unknown datatype `{}`",
+                    output.name, output.datatype
+                ))
+            })?;
+            let shape = output
+                .shape
+                .iter()
+                .map(|&d| u64::try_from(d))
+                .collect::<Result<Vec<u64>, _>>()
+                .map_err(|_| bad(format!("output `{}` has a negative dimension", output.name)))?;
+            let data = match raw.next() {
+                Some(data) => data,
+                None => typed_bytes(dtype, output.contents.unwrap_or_default())
+                    .map_err(|why| bad(format!("output `{}`: {why}", output.name)))?,
+            };
+            Tensor::from_raw(dtype, shape, data)
+                .map_err(|e| bad(format!("output `{}`: {e}", output.name)))
+        })
+        .collect()
+}
+
+/// Typed `contents` as a tensor's little-endian bytes (8- and 16-bit integers travel in the
+/// 32-bit fields; FP16 and BF16 have no typed field and must come raw).
+fn typed_bytes(dtype: DType, contents: InferTensorContents) -> Result<Bytes, String> {
+    fn pack<T: Copy, const N: usize>(values: &[T], to: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+        values.iter().flat_map(|&v| to(v)).collect()
+    }
+    let narrow = |what: &str| format!("a {what} element does not fit its datatype");
+    let c = contents;
+    let out = match dtype {
+        DType::Bool => c.bool_contents.iter().map(|&b| u8::from(b)).collect(),
+        DType::Int8 => pack(&c.int_contents, |v| {
+            i8::try_from(v).map_or([0; 1], i8::to_le_bytes)
+        }),
+        DType::Int16 => pack(&c.int_contents, |v| {
+            i16::try_from(v).map_or([0; 2], i16::to_le_bytes)
+        }),
+        DType::Int32 => pack(&c.int_contents, i32::to_le_bytes),
+        DType::Int64 => pack(&c.int64_contents, i64::to_le_bytes),
+        DType::UInt8 => pack(&c.uint_contents, |v| {
+            u8::try_from(v).map_or([0; 1], u8::to_le_bytes)
+        }),
+        DType::UInt16 => pack(&c.uint_contents, |v| {
+            u16::try_from(v).map_or([0; 2], u16::to_le_bytes)
+        }),
+        DType::UInt32 => pack(&c.uint_contents, u32::to_le_bytes),
+        DType::UInt64 => pack(&c.uint64_contents, u64::to_le_bytes),
+        DType::Float32 => pack(&c.fp32_contents, f32::to_le_bytes),
+        DType::Float64 => pack(&c.fp64_contents, f64::to_le_bytes),
+        DType::String => {
+            let mut out = Vec::new();
+            for elem in &c.bytes_contents {
+                crate::tensor::push_string(&mut out, elem);
+            }
+            out
+        }
+        other => return Err(format!("{other} values must come as raw_output_contents")),
+    };
+    let fits = match dtype {
+        DType::Int8 => c.int_contents.iter().all(|&v| i8::try_from(v).is_ok()),
+        DType::Int16 => c.int_contents.iter().all(|&v| i16::try_from(v).is_ok()),
+        DType::UInt8 => c.uint_contents.iter().all(|&v| u8::try_from(v).is_ok()),
+        DType::UInt16 => c.uint_contents.iter().all(|&v| u16::try_from(v).is_ok()),
+        _ => true,
+    };
+    if !fits {
+        return Err(narrow(dtype.name()));
+    }
+    Ok(Bytes::from(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_grpc_status_code_is_the_canonical_code_of_the_same_number() {
+        for code in Code::ALL {
+            let status = tonic::Status::new(tonic::Code::from(i32::from(code.number())), "m");
+            assert_eq!(status_to_error(status).code(), code);
+        }
+        let odd = tonic::Status::new(tonic::Code::from(99), "m");
+        assert_eq!(status_to_error(odd).code(), Code::Unknown);
+    }
+
+    #[test]
+    fn a_request_shares_its_tensors_bytes_and_names_every_input() {
+        let a = Tensor::from_vec([2], vec![1i32, 2]).unwrap();
+        let s = Tensor::from_strings([2], &["x", "yz"]).unwrap();
+        let names = vec!["a".to_owned(), "s".to_owned()];
+        let req = infer_request("m", Some(3), &names, &[a.clone(), s.clone()]).unwrap();
+        assert_eq!(
+            (req.model_name.as_str(), req.model_version.as_str()),
+            ("m", "3")
+        );
+        assert_eq!(req.inputs[0].datatype, "INT32");
+        assert_eq!(req.inputs[1].datatype, "BYTES");
+        assert_eq!(req.inputs[1].shape, vec![2]);
+        assert_eq!(
+            req.raw_input_contents[0].as_ptr(),
+            a.raw_bytes().as_ptr(),
+            "no copy"
+        );
+        assert_eq!(&req.raw_input_contents[1][..], s.raw_data());
+        assert!(req.outputs.is_empty(), "every output");
+        let e = infer_request("m", None, &names, &[a]).unwrap_err();
+        assert!(
+            e.is_invalid_argument() && e.message().contains("a, s"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn outputs_come_from_raw_contents_or_typed_contents() {
+        let out = |name: &str, datatype: &str, shape: Vec<i64>, contents| {
+            model_infer_response::InferOutputTensor {
+                name: name.into(),
+                datatype: datatype.into(),
+                shape,
+                contents,
+                ..Default::default()
+            }
+        };
+        let raw = ModelInferResponse {
+            outputs: vec![out("o", "FP32", vec![2], None)],
+            raw_output_contents: vec![Bytes::from(
+                [1.5f32, -2.0]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect::<Vec<u8>>(),
+            )],
+            ..Default::default()
+        };
+        let got = response_outputs(raw).unwrap();
+        assert_eq!(got[0].to_vec::<f32>().unwrap(), vec![1.5, -2.0]);
+
+        let typed = ModelInferResponse {
+            outputs: vec![
+                out(
+                    "i",
+                    "INT16",
+                    vec![3],
+                    Some(InferTensorContents {
+                        int_contents: vec![-1, 2, 300],
+                        ..Default::default()
+                    }),
+                ),
+                out(
+                    "s",
+                    "BYTES",
+                    vec![],
+                    Some(InferTensorContents {
+                        bytes_contents: vec![Bytes::from_static(b"hi")],
+                        ..Default::default()
+                    }),
+                ),
+            ],
+            ..Default::default()
+        };
+        let got = response_outputs(typed).unwrap();
+        assert_eq!(got[0].to_vec::<i16>().unwrap(), vec![-1, 2, 300]);
+        assert_eq!(got[1].to_strings().unwrap(), vec![b"hi".to_vec()]);
+        assert_eq!(got[1].shape(), &[] as &[u64]);
+
+        let too_wide = ModelInferResponse {
+            outputs: vec![out(
+                "i",
+                "INT8",
+                vec![1],
+                Some(InferTensorContents {
+                    int_contents: vec![300],
+                    ..Default::default()
+                }),
+            )],
+            ..Default::default()
+        };
+        assert!(response_outputs(too_wide).unwrap_err().is_internal());
+        let wrong_length = ModelInferResponse {
+            outputs: vec![out("o", "FP32", vec![3], None)],
+            raw_output_contents: vec![Bytes::from_static(&[0; 4])],
+            ..Default::default()
+        };
+        assert!(response_outputs(wrong_length).unwrap_err().is_internal());
+    }
+}
