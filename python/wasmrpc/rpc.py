@@ -24,10 +24,10 @@ from . import _native
 from ._tensors import TensorSpec, from_wire, to_wire
 from .errors import Code, InvalidArgumentError, RpcError
 
-#: The rpc layers: ``http`` (HTTP/2 in clear text), ``https`` (HTTP/2 over TLS), and ``grpc``,
-#: TensorFlow's name, which means ``http`` here (wasmrpc speaks its own protocol over HTTP/2,
-#: the transport gRPC uses, not gRPC itself).
-RPC_LAYERS = ("http", "https", "grpc")
+#: The rpc layers: ``http`` (HTTP/2 in clear text), ``https`` (HTTP/2 over TLS), and ``grpc``
+#: (TensorFlow's name) and ``grpcs``: every call a gRPC ``ModelInfer`` of the Open Inference
+#: Protocol, in clear text and over TLS. (Until gRPC was served, ``grpc`` meant ``http``.)
+RPC_LAYERS = ("http", "https", "grpc", "grpcs")
 
 _DEFAULT_NAME = "wasmrpc-python"
 
@@ -37,7 +37,7 @@ def _layer(rpc_layer: str) -> str:
         raise ValueError(
             f"unsupported rpc_layer {rpc_layer!r}; supported layers: {', '.join(RPC_LAYERS)}"
         )
-    return "http" if rpc_layer == "grpc" else rpc_layer
+    return rpc_layer
 
 
 def _timeout(ms: Optional[float]) -> int:
@@ -168,13 +168,14 @@ class Client:
     ) -> "Client":
         """Connect to the server at ``address`` and list its methods.
 
-        ``rpc_layer``: ``"http"``, ``"https"`` or ``"grpc"`` (TensorFlow's name, meaning
-        ``"http"``); any other is a ``ValueError``. ``address``: ``host:port`` or a URL of the
-        layer's scheme. ``name`` identifies the client in the server's logs. ``timeout_in_ms``
+        ``rpc_layer``: ``"http"`` or ``"https"`` (HTTP/2, clear or TLS), ``"grpc"`` or
+        ``"grpcs"`` (calls as gRPC ``ModelInfer``, clear or TLS); any other is a ``ValueError``.
+        ``address``: ``host:port`` or a URL of the layer's scheme. ``name`` identifies the client in the server's logs. ``timeout_in_ms``
         bounds creation (``DeadlineExceededError`` past it) and is every call's default timeout;
         0 means none. ``key`` is a tenant's API key; ``ca_cert`` (a PEM file's path) and
         ``ca_cert_pem`` (its contents, or a list of them) are CAs to trust for ``https``;
-        ``encoding`` is ``"binary"`` (KServe v2 binary tensors, the default) or ``"json"``.
+        ``encoding`` is ``"binary"`` (KServe v2 binary tensors, the default) or ``"json"`` (the
+        HTTP layers only).
         """
         layer = _layer(rpc_layer)
         pems: List[bytes] = []
@@ -386,8 +387,9 @@ class Server:
     @staticmethod
     def create(rpc_layer: str, address: str) -> "Server":
         """A server for ``address`` (``host:port``; port 0 picks a free one, ``localhost``
-        means 127.0.0.1) over ``rpc_layer`` (``"http"``, or TensorFlow's ``"grpc"`` meaning the
-        same). The port is bound when this returns; it serves after :meth:`start`."""
+        means 127.0.0.1) over ``rpc_layer`` (``"http"``, or TensorFlow's ``"grpc"``: the one port
+        serves both HTTP and gRPC). The port is bound when this returns; it serves after
+        :meth:`start`."""
         if rpc_layer not in ("http", "grpc"):
             raise ValueError(
                 f"unsupported rpc_layer {rpc_layer!r} for a server; supported layers: http, grpc"
