@@ -1,11 +1,12 @@
-//! Rows P3 to P10 of docs/benchmarks.md, each printed as measured value, target
-//! and pass/fail (rows P1 and P2 need an outside load generator: `host/benches/wrk.sh`; the
-//! whole table comes from `bash host/benches/run.sh`).
+//! Rows P3 to P10 of docs/benchmarks.md, and G1 and G2 (gRPC against HTTP binary v2, issue
+//! 34), each printed as measured value, target and pass/fail (rows P1 and P2 need an outside
+//! load generator: `host/benches/wrk.sh`; the whole table comes from
+//! `bash host/benches/run.sh`).
 //!
 //! `cargo bench -p wasmrpc-host --bench rows` builds the guests from source, starts the real
 //! embedded server and the native baseline (`support/baseline.rs`, on the same accept loop and
 //! HTTP stack) on loopback, and measures each row with medians of several rounds, both sides in
-//! the same run. `-- P4 P10` runs only the rows named.
+//! the same run. `-- P4 P10` runs only the rows named (`-- G1 G2`: the gRPC rows).
 
 #[path = "../../tests/e2e/support/guests.rs"]
 #[allow(dead_code)]
@@ -608,6 +609,93 @@ async fn p10(server: &Server) {
     );
 }
 
+/// The Rust client over `rpc_layer` to `server`, with no timeout (so neither side sends one).
+async fn client_over(server: &Server, rpc_layer: &str) -> Client {
+    Client::builder(rpc_layer, &server.address().to_string())
+        .name("bench")
+        .connect()
+        .await
+        .expect("client")
+}
+
+/// G1: scalar `add`, one call at a time on one connection, from the Rust client over gRPC
+/// (`ModelInfer`) and over HTTP binary v2, in alternating rounds: the ratio of the p50s.
+async fn g1(server: &Server) {
+    let (http, grpc) = (
+        client_over(server, "http").await,
+        client_over(server, "grpc").await,
+    );
+    let args = vec![Tensor::scalar(2i32), Tensor::scalar(3i32)];
+    let call = |client: &Client| {
+        let (client, args) = (client.clone(), args.clone());
+        async move {
+            let out = client.call_async("add", args, None, None).await.expect("add");
+            assert_eq!(out[0].to_vec::<i32>().unwrap(), vec![5]);
+        }
+    };
+    for _ in 0..300 {
+        call(&http).await;
+        call(&grpc).await;
+    }
+    let (mut over_http, mut over_grpc) = (Vec::new(), Vec::new());
+    for _ in 0..10 {
+        for (client, times) in [(&http, &mut over_http), (&grpc, &mut over_grpc)] {
+            for _ in 0..500 {
+                let started = Instant::now();
+                call(client).await;
+                times.push(started.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+    }
+    let (h, g) = (median(over_http), median(over_grpc));
+    row(
+        "G1",
+        "add p50, one connection: gRPC / HTTP binary v2",
+        format!("{g:.1} / {h:.1} us = {:.2}x", g / h),
+        "<= 1.2x",
+        g / h <= 1.2,
+    );
+}
+
+/// G2: 16 MiB float32 through `identity` from the Rust client over gRPC and over HTTP binary
+/// v2, in alternating rounds: the ratio of the medians.
+async fn g2(server: &Server) {
+    let (http, grpc) = (
+        client_over(server, "http").await,
+        client_over(server, "grpc").await,
+    );
+    let x = Tensor::vector((0..4 << 20).map(|i| i as f32 * 0.37).collect::<Vec<f32>>());
+    for client in [&http, &grpc] {
+        let back = client
+            .call_async("identity", vec![x.clone()], None, None)
+            .await
+            .expect("identity");
+        assert_eq!(back[0].raw_bytes(), x.raw_bytes(), "identity");
+    }
+    let (mut over_http, mut over_grpc) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        for (client, times) in [(&http, &mut over_http), (&grpc, &mut over_grpc)] {
+            times.push(
+                median_ms(7, || async {
+                    client
+                        .call_async("identity", vec![x.clone()], None, None)
+                        .await
+                        .expect("identity")
+                })
+                .await,
+            );
+        }
+    }
+    let (h, g) = (median(over_http), median(over_grpc));
+    row(
+        "G2",
+        "16 MiB float32 identity: gRPC / HTTP binary v2",
+        format!("{g:.1} / {h:.1} ms = {:.2}x", g / h),
+        "<= 1.2x",
+        g / h <= 1.2,
+    );
+}
+
 // The allocator of the `wasmrpc` binary, so the rows measure the server as it runs.
 #[global_allocator]
 static ALLOCATOR: wasmrpc_host::internals::Allocator = wasmrpc_host::internals::Allocator {};
@@ -615,7 +703,7 @@ static ALLOCATOR: wasmrpc_host::internals::Allocator = wasmrpc_host::internals::
 fn main() {
     let only: Vec<String> = std::env::args()
         .skip(1)
-        .filter(|a| a.starts_with('P'))
+        .filter(|a| a.starts_with('P') || a.starts_with('G'))
         .collect();
     let wanted = |id: &str| only.is_empty() || only.iter().any(|o| o == id);
     let add = guests::guest("example-add");
@@ -665,6 +753,12 @@ fn main() {
         }
         if wanted("P10") {
             p10(&server).await;
+        }
+        if wanted("G1") {
+            g1(&server).await;
+        }
+        if wanted("G2") {
+            g2(&server).await;
         }
         server.shutdown().await;
     });

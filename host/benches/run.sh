@@ -5,6 +5,7 @@
 #
 #   P1, P2   host/benches/wrk.sh: the wasmrpc binary and the native baseline server under wrk
 #   P3-P10   host/benches/rows.rs: in process and against the real embedded server
+#   G1, G2   host/benches/rows.rs too: the Rust client over gRPC against HTTP binary v2 (issue 34)
 #   L1-L4    host/benches/lang.sh: Python and JavaScript guests against their Rust twin, and the
 #            18 MB Python component's upload to its first answer (issue 33). LANGS=0 leaves it out.
 #   C1       host/benches/cluster.sh: a CPU-bound method on 1 cluster worker, then on 2 (issue 10);
@@ -30,7 +31,7 @@ cargo bench -p wasmrpc-host --bench rows --no-run >&2
 echo "== P1, P2: HTTP/1.1 under wrk"
 WRK_SECONDS=${WRK_SECONDS:-5} WRK_ROUNDS=${WRK_ROUNDS:-3} bash host/benches/wrk.sh
 echo
-echo "== P3-P10"
+echo "== P3-P10; G1, G2: gRPC against HTTP binary v2 (issue 34)"
 cargo bench -p wasmrpc-host --bench rows 2>/dev/null
 
 if [ "${LANGS:-1}" != 0 ]; then

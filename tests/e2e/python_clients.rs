@@ -1,6 +1,7 @@
 //! Existing, independently written v2 clients against the real server: pytest runs
-//! `tests/python` (tritonclient's HTTP clients, sync and aio, open-inference-openapi, an idle
-//! keep-alive check and schemathesis) with the interpreter of `target/py-venv`.
+//! `tests/python` (tritonclient's HTTP and gRPC clients, sync and aio, KServe's gRPC client,
+//! open-inference-openapi, an idle keep-alive check and schemathesis) with the interpreter of
+//! `target/py-venv`.
 //!
 //! `tests/run.sh` builds that venv (`tests/python/setup.sh`) and sets `WASMRPC_PYTHON` and
 //! `WASMRPC_REQUIRE_PYTHON=1`; a plain `cargo test` says how to run these and passes.
@@ -8,8 +9,11 @@
 
 use std::process::Command;
 
+use serde_json::json;
+
 use crate::support::guests::{guest_path, workspace_root};
 use crate::support::{TestServer, register};
+use crate::tenants::Keyed;
 
 /// The header timeout of the server the idle keep-alive tests use, in seconds: short, so that
 /// they idle past it quickly.
@@ -51,6 +55,18 @@ fn python_v2_clients_pass_against_the_server() {
     }
     let idle = TestServer::start(&["--header-timeout-s", IDLE_HEADER_TIMEOUT_S]);
     register(&idle.http(), "add", "example-add", Some("add"));
+    // Keys and tenants: `team-a` has `add` and an infinite loop, and one call slot (so a call
+    // right after a deadline shows the loop's slot was freed); `team-b` has nothing.
+    let keyed = Keyed::start(&[]);
+    let (team_a, a) = keyed.tenant("team-a");
+    let (_, b) = keyed.tenant("team-b");
+    register(&team_a, "add", "example-add", Some("add"));
+    register(&team_a, "spin", "guest-hostile", Some("spin"));
+    let quota = keyed.admin.put(
+        "/v1/tenants/team-a/quota",
+        json!({ "max_concurrent_calls": 1 }).to_string().as_bytes(),
+    );
+    assert_eq!(quota.status, 200, "{}", String::from_utf8_lossy(&quota.body));
 
     let extra = std::env::var("WASMRPC_PYTEST_ARGS").unwrap_or_default();
     let mut pytest = Command::new(&python);
@@ -69,6 +85,9 @@ fn python_v2_clients_pass_against_the_server() {
         .env("WASMRPC_IDLE_URL", &idle.url)
         .env("WASMRPC_TEST_HEADER_TIMEOUT_S", IDLE_HEADER_TIMEOUT_S)
         .env("WASMRPC_ADD_WASM", guest_path("example-add"))
+        .env("WASMRPC_KEYED_URL", &keyed.server.url)
+        .env("WASMRPC_KEY_A", a["key"].as_str().expect("a key"))
+        .env("WASMRPC_KEY_B", b["key"].as_str().expect("a key"))
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("PYTHONUNBUFFERED", "1");
     // pytest's report goes straight to the terminal, as it runs.

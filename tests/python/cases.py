@@ -1,5 +1,7 @@
-"""What the tritonclient tests (sync and aio) share: the add example's datatypes with inputs whose
-sums numpy knows, input builders, and checks of how an output came back."""
+"""What the v2 client tests share (tritonclient's HTTP and gRPC clients, sync and aio, and
+KServe's gRPC client): the add example's datatypes with inputs whose sums numpy knows, the
+tensors every suite sends, input builders, checks of how an output came back, and requests made
+outside every client (to compare answers, and to set up a tenant's models)."""
 
 import json
 import urllib.error
@@ -71,11 +73,42 @@ BF16_CASE = (
 )
 
 
-def tensor(name, array, datatype, binary, module=httpclient):
-    """An input named `name` holding `array`, as binary data or as JSON."""
+# The int32 inputs of `add` most tests send, and their sum.
+A = np.array([[1, 2, 3], [4, 5, 6]], np.int32)
+B = np.array([[10, 20, 30], [40, 50, 60]], np.int32)
+
+# BYTES through the strings example: `upper` upper-cases each element, `length` counts its
+# characters.
+WORDS = np.array([[b"hello", "wörld".encode()], [b"", "straße".encode()]], dtype=np.object_)
+UPPER_WORDS = ["HELLO", "WÖRLD", "", "STRASSE"]
+WORD_LENGTHS = np.array([[5, 5], [0, 6]], np.int64)
+
+
+def sixteen_mib_pair():
+    """Two float32 tensors of 16 MiB each (4M elements) for `add_float32`."""
+    a = np.arange(4 << 20, dtype=np.float32)
+    return a, (a * np.float32(0.5)).astype(np.float32)
+
+
+def tensor(name, array, datatype, binary=None, module=httpclient):
+    """An input named `name` holding `array`, as binary data or as JSON (the HTTP clients), or
+    as the gRPC clients send it (`binary=None`)."""
     t = module.InferInput(name, list(array.shape), datatype)
-    t.set_data_from_numpy(array, binary_data=binary)
+    if binary is None:
+        t.set_data_from_numpy(array)
+    else:
+        t.set_data_from_numpy(array, binary_data=binary)
     return t
+
+
+def add_inputs(binary_a=None, binary_b=None, module=httpclient):
+    """`a` = A and `b` = B for `add`, each as binary data or JSON (see `tensor`)."""
+    return [tensor("a", A, "INT32", binary_a, module), tensor("b", B, "INT32", binary_b, module)]
+
+
+def as_text(values):
+    """BYTES elements as `str` (clients give `bytes` or `str`)."""
+    return [x.decode() if isinstance(x, bytes) else x for x in np.asarray(values).flatten()]
 
 
 def output(name="output", binary=True, module=httpclient):
@@ -102,6 +135,11 @@ def assert_same(got, want):
     assert np.array_equal(got, want), (got, want)
 
 
+def bearer(key):
+    """The metadata (or headers) that carry a tenant's key."""
+    return {"authorization": f"Bearer {key}"}
+
+
 def raw(url, method, path, body=None, headers=None):
     """A request with urllib, outside every client: (status, headers, body bytes)."""
     req = urllib.request.Request(url + path, data=body, method=method, headers=headers or {})
@@ -116,3 +154,23 @@ def server_error(url, method, path, body=None):
     """The server's own `{"error": "..."}` text and status for a request."""
     status, _, data = raw(url, method, path, body)
     return status, json.loads(data)["error"]
+
+
+def grpc_code(error):
+    """The gRPC status name of a client's error: `NOT_FOUND`... (tritonclient's
+    InferenceServerException says `StatusCode.NOT_FOUND`; grpc's RpcError has `code()`)."""
+    code = error.code() if callable(getattr(error, "code", None)) else error.status()
+    return str(getattr(code, "name", code)).removeprefix("StatusCode.")
+
+
+def register(url, key, name, wasm, export):
+    """Register `wasm` (its `export`) as `name` for the tenant of `key`, over HTTP."""
+    status, _, data = raw(
+        url, "PUT", f"/v1/methods/{name}?export={export}", wasm, {**bearer(key)}
+    )
+    assert status in (200, 201), data
+
+
+def unregister(url, key, name):
+    status, _, data = raw(url, "DELETE", f"/v1/methods/{name}", None, bearer(key))
+    assert status == 200, data

@@ -5,7 +5,11 @@ The runner passes it in the environment:
 - WASMRPC_URL: the server, `http://127.0.0.1:PORT`, with the example guests registered
   (`add`, `add_<dtype>` for every numeric dtype, `upper`, `length`);
 - WASMRPC_IDLE_URL: a second server whose header timeout is WASMRPC_TEST_HEADER_TIMEOUT_S seconds;
-- WASMRPC_ADD_WASM: the path of the built add guest, for the repository extension's load.
+- WASMRPC_ADD_WASM: the path of the built add guest, for the repository extension's load;
+- WASMRPC_KEYED_URL: a third server, with keys, and two tenants: WASMRPC_KEY_A's tenant has `add`
+  and `spin` (an infinite loop) and one call slot; WASMRPC_KEY_B's tenant has no models.
+
+The gRPC clients talk to the same servers: gRPC is served on the main port.
 """
 
 import asyncio
@@ -65,17 +69,65 @@ def client(authority):
         yield c
 
 
-@pytest.fixture
-def aio(authority):
-    """Runs `body(client)` with a fresh `tritonclient.http.aio` client (default options) on a
-    fresh event loop: `aio(lambda c: c.is_server_live())`."""
-    import tritonclient.http.aio as aioclient
+def _async_runner(make_client):
+    """`run(body)`: `body(client)` with a fresh client from `make_client()` on a fresh event
+    loop, the client closed after it."""
 
     def run(body):
         async def main():
-            async with aioclient.InferenceServerClient(authority) as c:
+            async with make_client() as c:
                 return await body(c)
 
         return asyncio.run(main())
 
     return run
+
+
+@pytest.fixture
+def aio(authority):
+    """Runs `body(client)` with a fresh `tritonclient.http.aio` client (default options):
+    `aio(lambda c: c.is_server_live())`."""
+    import tritonclient.http.aio as aioclient
+
+    return _async_runner(lambda: aioclient.InferenceServerClient(authority))
+
+
+@pytest.fixture
+def grpc_client(authority):
+    """A `tritonclient.grpc` client with its default options."""
+    import tritonclient.grpc as grpcclient
+
+    with grpcclient.InferenceServerClient(authority) as c:
+        yield c
+
+
+@pytest.fixture
+def grpc_aio(authority):
+    """As `aio`, with a `tritonclient.grpc.aio` client (default options)."""
+    import tritonclient.grpc.aio as grpcaio
+
+    return _async_runner(lambda: grpcaio.InferenceServerClient(authority))
+
+
+@pytest.fixture
+def kserve_grpc(authority):
+    """As `aio`, with KServe's `InferenceGRPCClient` (default options)."""
+    from kserve import InferenceGRPCClient
+
+    return _async_runner(lambda: InferenceGRPCClient(authority))
+
+
+class Keyed:
+    """The server with keys (WASMRPC_KEYED_URL): tenant a (key_a: `add`, `spin`, one call at a
+    time) and tenant b (key_b: no models)."""
+
+    def __init__(self):
+        self.url = _env("WASMRPC_KEYED_URL").rstrip("/")
+        self.authority = urlsplit(self.url).netloc
+        self.key_a = _env("WASMRPC_KEY_A")
+        self.key_b = _env("WASMRPC_KEY_B")
+
+
+@pytest.fixture(scope="session")
+def keyed():
+    return Keyed()

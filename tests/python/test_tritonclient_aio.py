@@ -11,9 +11,12 @@ import pytest
 import tritonclient.http.aio as aioclient
 from tritonclient.utils import InferenceServerException
 
+import cases
 from cases import (
     ADD_CASES,
     BF16_CASE,
+    A,
+    B,
     assert_came_as,
     assert_same,
     output,
@@ -22,15 +25,9 @@ from cases import (
     tensor,
 )
 
-A = np.array([[1, 2, 3], [4, 5, 6]], np.int32)
-B = np.array([[10, 20, 30], [40, 50, 60]], np.int32)
-
 
 def add_inputs(binary_a, binary_b):
-    return [
-        tensor("a", A, "INT32", binary_a, aioclient),
-        tensor("b", B, "INT32", binary_b, aioclient),
-    ]
+    return cases.add_inputs(binary_a, binary_b, aioclient)
 
 
 def test_health_metadata_and_config(aio):

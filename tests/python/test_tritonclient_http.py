@@ -9,19 +9,20 @@ from tritonclient.utils import InferenceServerException
 from cases import (
     ADD_CASES,
     BF16_CASE,
+    UPPER_WORDS,
+    WORD_LENGTHS,
+    WORDS,
+    A,
+    B,
+    add_inputs,
+    as_text,
     assert_came_as,
     assert_same,
     output,
     server_error,
+    sixteen_mib_pair,
     tensor,
 )
-
-A = np.array([[1, 2, 3], [4, 5, 6]], np.int32)
-B = np.array([[10, 20, 30], [40, 50, 60]], np.int32)
-
-
-def add_inputs(binary_a, binary_b):
-    return [tensor("a", A, "INT32", binary_a), tensor("b", B, "INT32", binary_b)]
 
 
 def test_health_and_server_metadata(client):
@@ -115,29 +116,21 @@ def test_add_bfloat16_with_ml_dtypes(client):
 
 @pytest.mark.parametrize("binary", [True, False], ids=["binary", "json"])
 def test_bytes_tensors_through_upper_and_length(client, binary):
-    words = np.array([[b"hello", "wörld".encode()], [b"", "straße".encode()]], dtype=np.object_)
     result = client.infer(
-        "upper", [tensor("s", words, "BYTES", binary)], outputs=[output(binary=binary)]
+        "upper", [tensor("s", WORDS, "BYTES", binary)], outputs=[output(binary=binary)]
     )
     assert_came_as(result, "output", binary=binary)
     got = result.as_numpy("output")
     assert got.shape == (2, 2)
-    assert [x.decode() if isinstance(x, bytes) else x for x in got.flatten()] == [
-        "HELLO",
-        "WÖRLD",
-        "",
-        "STRASSE",
-    ]
+    assert as_text(got) == UPPER_WORDS
     result = client.infer(
-        "length", [tensor("s", words, "BYTES", binary)], outputs=[output(binary=binary)]
+        "length", [tensor("s", WORDS, "BYTES", binary)], outputs=[output(binary=binary)]
     )
-    assert_same(result.as_numpy("output"), np.array([[5, 5], [0, 6]], np.int64))
+    assert_same(result.as_numpy("output"), WORD_LENGTHS)
 
 
 def test_a_16_mib_float32_tensor_round_trips_as_binary(client):
-    n = 4 << 20  # 4M elements: 16 MiB per tensor
-    a = np.arange(n, dtype=np.float32)
-    b = (a * np.float32(0.5)).astype(np.float32)
+    a, b = sixteen_mib_pair()
     result = client.infer(
         "add_float32", [tensor("a", a, "FP32", True), tensor("b", b, "FP32", True)]
     )
