@@ -123,13 +123,33 @@ impl GrpcChannel {
             parts.headers.insert(header::AUTHORIZATION, key.clone());
         }
         let request = http::Request::from_parts(parts, ());
-        self.connection
+        let response = self
+            .connection
             .send(request, &Chunks::new(chunks))
             .await
             .map_err(|failure| {
                 let error = self.transport.unreachable(&failure);
                 tonic::Status::unavailable(error.message().to_owned())
-            })
+            })?;
+        let grpc = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+        if !grpc {
+            // An HTTP answer (a server from before gRPC, or another service on this port):
+            // tonic would try to read its body as gRPC frames and report a protocol error.
+            return Err(tonic::Status::unimplemented(format!(
+                "the server at {} does not answer gRPC (it answered {} with content-type {:?}); \
+                 rpc_layer `http` or `https` calls it over HTTP",
+                self.transport.base(),
+                response.status(),
+                response
+                    .headers()
+                    .get(header::CONTENT_TYPE)
+                    .map_or("none".into(), |v| String::from_utf8_lossy(v.as_bytes()))
+            )));
+        }
+        Ok(response)
     }
 }
 

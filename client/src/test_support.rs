@@ -1,7 +1,7 @@
 //! A stand-in server for unit tests: HTTP/2 with prior knowledge, recording what each request
-//! carried and answering every one with an empty method list, except gRPC requests
-//! (`content-type: application/grpc`), which a stand-in `GRPCInferenceService` answers
-//! ([`FakeInference`]).
+//! carried and answering every one with an empty method list (or, under `/v2/models/`, a model
+//! taking `a` and `b`), except gRPC requests to `/inference.*` (`content-type:
+//! application/grpc`), which a stand-in `GRPCInferenceService` answers ([`FakeInference`]).
 //!
 //! It runs on a thread and runtime of its own so that blocking clients, which refuse to run
 //! inside a runtime, can be tested against it too.
@@ -73,10 +73,10 @@ impl RecordingServer {
                                     headers: req.headers().clone(),
                                 });
                                 let path = req.uri().path().to_owned();
-                                let grpc = req
-                                    .headers()
-                                    .get(http::header::CONTENT_TYPE)
-                                    .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+                                let grpc = path.starts_with("/inference.")
+                                    && req.headers().get(http::header::CONTENT_TYPE).is_some_and(
+                                        |v| v.as_bytes().starts_with(b"application/grpc"),
+                                    );
                                 async move {
                                     if grpc {
                                         let mut inference = InferenceServer::new(FakeInference);

@@ -659,6 +659,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_server_that_answers_grpc_with_http_is_unimplemented_saying_so() {
+        // The stand-in answers `/v1/...` paths with JSON whatever the content type.
+        let server = crate::test_support::RecordingServer::start();
+        let transport = Transport::new(&format!("http://{}", server.address), "t", None).unwrap();
+        let mut raw = tonic::client::Grpc::new(crate::grpc::GrpcChannel::new(&transport));
+        raw.ready().await.unwrap();
+        let status = raw
+            .unary::<_, crate::grpc::ServerLiveResponse, _>(
+                tonic::Request::new(crate::grpc::ServerLiveRequest {}),
+                http::uri::PathAndQuery::from_static("/v1/methods"),
+                tonic_prost::ProstCodec::default(),
+            )
+            .await
+            .unwrap_err();
+        let err = crate::grpc::status_to_error(status);
+        assert_eq!(err.code(), Code::Unimplemented, "{err}");
+        assert!(err.message().contains("does not answer gRPC"), "{err}");
+        assert!(err.message().contains("application/json") || err.message().contains("none"), "{err}");
+    }
+
+    #[tokio::test]
     async fn the_raw_grpc_client_shares_the_connection_key_and_name() {
         let server = crate::test_support::RecordingServer::start();
         let client = grpc_client(&server).await;
