@@ -164,10 +164,10 @@ def grpc_code(error):
 
 
 def register(url, key, name, wasm, export):
-    """Register `wasm` (its `export`) as `name` for the tenant of `key`, over HTTP."""
-    status, _, data = raw(
-        url, "PUT", f"/v1/methods/{name}?export={export}", wasm, {**bearer(key)}
-    )
+    """Register `wasm` (its `export`) as `name` over HTTP, for the tenant of `key` (`None`: the
+    server has no keys)."""
+    headers = bearer(key) if key else {}
+    status, _, data = raw(url, "PUT", f"/v1/methods/{name}?export={export}", wasm, headers)
     assert status in (200, 201), data
 
 

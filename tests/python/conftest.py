@@ -10,6 +10,12 @@ The runner passes it in the environment:
   and `spin` (an infinite loop) and one call slot; WASMRPC_KEY_B's tenant has no models.
 
 The gRPC clients talk to the same servers: gRPC is served on the main port.
+
+KServe's generated protobuf module and tritonclient's both define the `inference.*` messages in
+protobuf's one default descriptor pool, so no process can import both ("duplicate symbol
+'inference.ServerLiveRequest'"). test_kserve_grpc.py is therefore collected only when
+WASMRPC_KSERVE_TESTS=1, and then run alone: python_clients.rs runs pytest twice,
+`pytest tests/python` and `WASMRPC_KSERVE_TESTS=1 pytest tests/python/test_kserve_grpc.py`.
 """
 
 import asyncio
@@ -17,6 +23,12 @@ import os
 from urllib.parse import urlsplit
 
 import pytest
+
+
+def pytest_ignore_collect(collection_path, config):
+    if collection_path.name == "test_kserve_grpc.py" and os.environ.get("WASMRPC_KSERVE_TESTS") != "1":
+        return True
+    return None
 
 
 def _env(name):

@@ -1,5 +1,6 @@
 """KServe's own gRPC client (`kserve.InferenceGRPCClient`, grpcio's asyncio API), default options,
-against the real server's gRPC service on its main port.
+against the real server's gRPC service on its main port. Run alone (conftest.py says why):
+`WASMRPC_KSERVE_TESTS=1 pytest tests/python/test_kserve_grpc.py`.
 
 The client has health, model readiness and `infer`; server and model metadata go through the stub
 it is built on (`client._client_stub`, KServe's generated `GRPCInferenceServiceStub`), which is
@@ -115,20 +116,12 @@ def test_a_16_mib_float32_tensor_round_trips(kserve_grpc):
     assert_same(got, a + b)
 
 
-def test_repository_load_and_unload_through_kserves_stub(kserve_grpc, authority, add_wasm):
+def test_repository_load_and_unload_through_kserves_stub(kserve_grpc, url, add_wasm):
     # KServe's RepositoryModelLoadRequest has only a model name, in field 1 (Triton's
     # `repository_name`; its `model_name` is field 2), and no parameters, so no component: the
-    # model is put in place with tritonclient, and KServe reloads, calls and unloads it.
-    import json
-
-    import tritonclient.grpc as grpcclient
-
+    # model is registered over HTTP first, and KServe reloads, calls and unloads it.
     name = "loaded_add_kserve"
-    config = json.dumps(
-        {"name": name, "platform": "wasmrpc_wasm", "parameters": {"export": {"string_value": "add"}}}
-    )
-    with grpcclient.InferenceServerClient(authority) as triton:
-        triton.load_model(name, config=config, files={"file:1/model.wasm": add_wasm})
+    register(url, None, name, add_wasm, "add")
 
     async def body(c):
         await c._client_stub.RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name=name))
