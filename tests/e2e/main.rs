@@ -18,6 +18,7 @@ mod compiles;
 mod connections;
 mod embedded;
 mod examples;
+mod grpc;
 mod in_flight;
 mod instantiation;
 mod js_guests;
