@@ -18,6 +18,7 @@ mod compiles;
 mod connections;
 mod embedded;
 mod examples;
+mod grpc;
 mod grpc_client;
 mod in_flight;
 mod instantiation;

@@ -1,0 +1,163 @@
+//! The gate in front of the inference service, doing for a gRPC request what the API's
+//! middleware and body readers do for an HTTP one, with the same code: the key checked from the
+//! `authorization` metadata before anything is read (`ServerLive` and `ServerReady` are open, as
+//! the health routes are), then the whole request read within its limit and the body read
+//! timeout, its bytes taken from the budget of bytes in flight. A refusal is the request's whole
+//! gRPC answer; an admitted request carries [`Gated`] to the service.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use super::{deadline, status};
+use crate::admission::BytesHeld;
+use crate::api::AppState;
+use crate::api::auth::{caller_of, principal_of};
+use crate::api::body::read_budgeted;
+use crate::api::error::ApiError;
+use crate::api::v2_repository::{LOAD_BODY_SLACK, MAX_CONTROL_BODY};
+use crate::service::Caller;
+
+/// The 5 bytes before a gRPC message (a compression flag and its length): a message may be the
+/// whole limit, its frame these bytes more.
+const FRAME_HEADER: usize = 5;
+
+/// What the gate found out about an admitted request, for the service.
+#[derive(Clone)]
+pub struct Gated {
+    /// Who sent it.
+    pub caller: Caller,
+    /// When it arrived, for the deadline.
+    pub arrived: Instant,
+    /// The client's deadline (`grpc-timeout`), counted from `arrived`.
+    pub timeout: Option<Duration>,
+    /// The request's bytes in the budget of bytes in flight, for the service to keep until the
+    /// call's arguments are dropped.
+    held: Arc<Mutex<Option<BytesHeld>>>,
+}
+
+impl Gated {
+    /// The request's hold on the budget of bytes in flight (once; `None` after).
+    pub fn take_held(&self) -> Option<BytesHeld> {
+        self.held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// The methods of the service, as the gate tells them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rpc {
+    /// Health: open to anyone, as `/v2/health/*` is.
+    Open,
+    /// `ModelInfer`: a call's request, up to `--max-request-bytes`.
+    Infer,
+    /// `RepositoryModelLoad`: a component, up to the caller's component limit.
+    Load,
+    /// Everything else: a few fields.
+    Control,
+}
+
+impl Rpc {
+    fn of(path: &str) -> Rpc {
+        match path.rsplit('/').next() {
+            Some("ServerLive" | "ServerReady") => Rpc::Open,
+            Some("ModelInfer") => Rpc::Infer,
+            Some("RepositoryModelLoad") => Rpc::Load,
+            _ => Rpc::Control,
+        }
+    }
+}
+
+/// The middleware: admit the request (see the module's documentation) or answer it with the
+/// refusal.
+pub async fn gate(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let arrived = Instant::now();
+    let rpc = Rpc::of(req.uri().path());
+    if rpc == Rpc::Open {
+        return next.run(req).await;
+    }
+    match admit(&state, req, rpc, arrived).await {
+        Ok(req) => next.run(req).await,
+        Err(e) => status::response(e),
+    }
+}
+
+async fn admit(
+    state: &AppState,
+    req: Request,
+    rpc: Rpc,
+    arrived: Instant,
+) -> Result<Request, ApiError> {
+    let principal = principal_of(state, req.headers())?;
+    let caller = caller_of(state, &principal)?;
+    let (limit, too_large) = match rpc {
+        Rpc::Infer => {
+            let limit = state.limits.max_request_bytes;
+            (
+                limit,
+                format!(
+                    "the ModelInfer request is over the server's limit of {limit} bytes \
+                     (--max-request-bytes)"
+                ),
+            )
+        }
+        Rpc::Load => {
+            let component = state.service.component_limit(&caller.quota);
+            let limit = component.bytes.saturating_add(LOAD_BODY_SLACK);
+            (
+                limit,
+                format!(
+                    "{}: the load request may be {limit} bytes, the component and \
+                     {LOAD_BODY_SLACK} bytes besides",
+                    component.refusal()
+                ),
+            )
+        }
+        Rpc::Open | Rpc::Control => (
+            MAX_CONTROL_BODY,
+            format!("the request is over the limit of {MAX_CONTROL_BODY} bytes"),
+        ),
+    };
+    let (parts, body) = req.into_parts();
+    let (bytes, held) = read_budgeted(
+        state,
+        &caller.tenant,
+        &parts.headers,
+        body,
+        limit.saturating_add(FRAME_HEADER),
+    )
+    .await
+    .map_err(|e| e.with_message_if_too_large(too_large))?;
+    let timeout = deadline::grpc_timeout(&parts.headers);
+    let mut req = Request::from_parts(parts, Body::from(bytes));
+    req.extensions_mut().insert(Gated {
+        caller,
+        arrived,
+        timeout,
+        held: Arc::new(Mutex::new(Some(held))),
+    });
+    Ok(req)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_health_methods_are_open() {
+        let rpc = |m: &str| Rpc::of(&format!("/inference.GRPCInferenceService/{m}"));
+        assert_eq!(rpc("ServerLive"), Rpc::Open);
+        assert_eq!(rpc("ServerReady"), Rpc::Open);
+        assert_eq!(rpc("ModelInfer"), Rpc::Infer);
+        assert_eq!(rpc("RepositoryModelLoad"), Rpc::Load);
+        for m in ["ModelReady", "ServerMetadata", "ModelMetadata", "Nope", ""] {
+            assert_eq!(rpc(m), Rpc::Control, "{m}");
+        }
+    }
+}
