@@ -16,7 +16,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
 use http::{HeaderValue, Uri, header};
 use http_body_util::BodyExt as _;
 pub use wasmrpc_proto::grpc::*;
@@ -24,7 +23,6 @@ pub use wasmrpc_proto::grpc::*;
 use crate::body::Chunks;
 use crate::code::Code;
 use crate::connection::{Connection, Received};
-use crate::dtype::DType;
 use crate::error::Error;
 use crate::tensor::Tensor;
 use crate::transport::{CLIENT_NAME_HEADER, Transport};
@@ -232,105 +230,26 @@ pub fn infer_request(
 }
 
 /// The outputs of a `ModelInfer` answer as tensors: from `raw_output_contents` (no copy), else
-/// from each output's typed `contents`.
+/// from each output's typed `contents`, each checked as the server checks a request's inputs
+/// (the contract crate's [`infer::decode_response`]).
 ///
 /// # Errors
 /// INTERNAL when the answer does not describe valid tensors (the server's fault).
 pub fn response_outputs(response: ModelInferResponse) -> Result<Vec<Tensor>, Error> {
-    let bad = |why: String| {
-        Error::new(
-            Code::Internal,
-            format!("the server's answer could not be read: {why}"),
-        )
-    };
-    let raw = response.raw_output_contents;
-    if !raw.is_empty() && raw.len() != response.outputs.len() {
-        return Err(bad(format!(
-            "{} outputs but {} raw_output_contents",
-            response.outputs.len(),
-            raw.len()
-        )));
-    }
-    let mut raw = raw.into_iter();
-    response
-        .outputs
-        .into_iter()
-        .map(|output| {
-            let dtype = DType::from_kserve_name(&output.datatype).ok_or_else(|| {
-                bad(format!(
-                    "output `{}` has unknown datatype `{}`",
-                    output.name, output.datatype
-                ))
-            })?;
-            let shape = output
-                .shape
-                .iter()
-                .map(|&d| u64::try_from(d))
-                .collect::<Result<Vec<u64>, _>>()
-                .map_err(|_| bad(format!("output `{}` has a negative dimension", output.name)))?;
-            let data = match raw.next() {
-                Some(data) => data,
-                None => typed_bytes(dtype, output.contents.unwrap_or_default())
-                    .map_err(|why| bad(format!("output `{}`: {why}", output.name)))?,
-            };
-            Tensor::from_raw(dtype, shape, data)
-                .map_err(|e| bad(format!("output `{}`: {e}", output.name)))
+    infer::decode_response(response)
+        .map(|outputs| outputs.into_iter().map(|o| o.tensor).collect())
+        .map_err(|e| {
+            Error::new(
+                Code::Internal,
+                format!("the server's answer could not be read: {e}"),
+            )
         })
-        .collect()
-}
-
-/// Typed `contents` as a tensor's little-endian bytes (8- and 16-bit integers travel in the
-/// 32-bit fields; FP16 and BF16 have no typed field and must come raw).
-fn typed_bytes(dtype: DType, contents: InferTensorContents) -> Result<Bytes, String> {
-    fn pack<T: Copy, const N: usize>(values: &[T], to: impl Fn(T) -> [u8; N]) -> Vec<u8> {
-        values.iter().flat_map(|&v| to(v)).collect()
-    }
-    let narrow = |what: &str| format!("a {what} element does not fit its datatype");
-    let c = contents;
-    let out = match dtype {
-        DType::Bool => c.bool_contents.iter().map(|&b| u8::from(b)).collect(),
-        DType::Int8 => pack(&c.int_contents, |v| {
-            i8::try_from(v).map_or([0; 1], i8::to_le_bytes)
-        }),
-        DType::Int16 => pack(&c.int_contents, |v| {
-            i16::try_from(v).map_or([0; 2], i16::to_le_bytes)
-        }),
-        DType::Int32 => pack(&c.int_contents, i32::to_le_bytes),
-        DType::Int64 => pack(&c.int64_contents, i64::to_le_bytes),
-        DType::UInt8 => pack(&c.uint_contents, |v| {
-            u8::try_from(v).map_or([0; 1], u8::to_le_bytes)
-        }),
-        DType::UInt16 => pack(&c.uint_contents, |v| {
-            u16::try_from(v).map_or([0; 2], u16::to_le_bytes)
-        }),
-        DType::UInt32 => pack(&c.uint_contents, u32::to_le_bytes),
-        DType::UInt64 => pack(&c.uint64_contents, u64::to_le_bytes),
-        DType::Float32 => pack(&c.fp32_contents, f32::to_le_bytes),
-        DType::Float64 => pack(&c.fp64_contents, f64::to_le_bytes),
-        DType::String => {
-            let mut out = Vec::new();
-            for elem in &c.bytes_contents {
-                crate::tensor::push_string(&mut out, elem);
-            }
-            out
-        }
-        other => return Err(format!("{other} values must come as raw_output_contents")),
-    };
-    let fits = match dtype {
-        DType::Int8 => c.int_contents.iter().all(|&v| i8::try_from(v).is_ok()),
-        DType::Int16 => c.int_contents.iter().all(|&v| i16::try_from(v).is_ok()),
-        DType::UInt8 => c.uint_contents.iter().all(|&v| u8::try_from(v).is_ok()),
-        DType::UInt16 => c.uint_contents.iter().all(|&v| u16::try_from(v).is_ok()),
-        _ => true,
-    };
-    if !fits {
-        return Err(narrow(dtype.name()));
-    }
-    Ok(Bytes::from(out))
 }
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+
     use super::*;
 
     #[test]
