@@ -101,11 +101,10 @@ impl GrpcChannel {
         self,
         request: http::Request<tonic::body::Body>,
     ) -> Result<http::Response<Received>, tonic::Status> {
-        let (mut parts, body) = request.into_parts();
+        let (mut parts, mut body) = request.into_parts();
         // A unary request's body is its one message, already encoded: its buffers go out as
         // they are, with the head, in one write.
         let mut chunks = Vec::new();
-        let mut body = body;
         while let Some(frame) = body.frame().await {
             if let Ok(data) = frame?.into_data() {
                 chunks.push(data);

@@ -629,7 +629,10 @@ async fn g1(server: &Server) {
     let call = |client: &Client| {
         let (client, args) = (client.clone(), args.clone());
         async move {
-            let out = client.call_async("add", args, None, None).await.expect("add");
+            let out = client
+                .call_async("add", args, None, None)
+                .await
+                .expect("add");
             assert_eq!(out[0].to_vec::<i32>().unwrap(), vec![5]);
         }
     };

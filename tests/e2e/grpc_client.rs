@@ -41,7 +41,10 @@ async fn both(server: &TestServer) -> (Client, Client) {
 async fn calls_over_grpc_give_the_same_values_as_over_http() {
     let server = server();
     let (over_grpc, over_http) = both(&server).await;
-    assert_eq!(over_grpc.address(), format!("grpc://{}", authority(&server)));
+    assert_eq!(
+        over_grpc.address(),
+        format!("grpc://{}", authority(&server))
+    );
     let cases = [
         (
             "add",
@@ -64,7 +67,10 @@ async fn calls_over_grpc_give_the_same_values_as_over_http() {
             .call_async(method, args.clone(), None, None)
             .await
             .unwrap();
-        let want = over_http.call_async(method, args, None, None).await.unwrap();
+        let want = over_http
+            .call_async(method, args, None, None)
+            .await
+            .unwrap();
         assert_eq!(got, want, "{method}");
     }
     // 16 MiB each way.
@@ -98,7 +104,11 @@ async fn errors_over_grpc_are_the_errors_over_http() {
             .call_async(method, args, None, None)
             .await
             .unwrap_err();
-        assert_eq!((e1.code(), e1.message()), (e2.code(), e2.message()), "{method}");
+        assert_eq!(
+            (e1.code(), e1.message()),
+            (e2.code(), e2.message()),
+            "{method}"
+        );
     }
 }
 
@@ -117,9 +127,18 @@ async fn a_grpc_call_past_its_timeout_is_deadline_exceeded_and_the_server_goes_o
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::DeadlineExceeded, "{err}");
-    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
     let sum = over_grpc
-        .call_async("add", vec![Tensor::scalar(1i32), Tensor::scalar(1i32)], None, None)
+        .call_async(
+            "add",
+            vec![Tensor::scalar(1i32), Tensor::scalar(1i32)],
+            None,
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(sum[0].to_vec::<i32>().unwrap(), vec![2]);
@@ -155,7 +174,12 @@ async fn keys_go_as_metadata_and_another_tenants_model_is_exactly_a_missing_one(
         .await
         .unwrap();
     let sum = client
-        .call_async("only_in_a", vec![Tensor::scalar(2i32), Tensor::scalar(3i32)], None, None)
+        .call_async(
+            "only_in_a",
+            vec![Tensor::scalar(2i32), Tensor::scalar(3i32)],
+            None,
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(sum[0].to_vec::<i32>().unwrap(), vec![5]);
@@ -172,4 +196,51 @@ async fn keys_go_as_metadata_and_another_tenants_model_is_exactly_a_missing_one(
         (while_in_a.code(), while_in_a.message()),
         (missing.code(), missing.message())
     );
+}
+
+#[tokio::test]
+async fn grpcs_calls_over_tls_trusting_a_private_ca() {
+    let pki = crate::tls::Pki::new();
+    let chain = pki.path("chain.pem").display().to_string();
+    let key = pki.path("key.pem").display().to_string();
+    let server = TestServer::start(&["--tls-cert", &chain, "--tls-key", &key]);
+    let client = Client::builder("grpcs", authority(&server))
+        .ca_cert_pem(std::fs::read(pki.path("ca.pem")).unwrap())
+        .timeout(Duration::from_secs(30))
+        .connect()
+        .await
+        .unwrap();
+    assert!(client.address().starts_with("grpcs://"), "{}", client.address());
+    client
+        .register("add", crate::support::guest("example-add"), Some("add"))
+        .await
+        .unwrap();
+    let sum = client
+        .call_async("add", vec![Tensor::scalar(2i32), Tensor::scalar(3i32)], None, None)
+        .await
+        .unwrap();
+    assert_eq!(sum[0].to_vec::<i32>().unwrap(), vec![5]);
+}
+
+#[test]
+fn the_blocking_client_calls_over_grpc_too() {
+    let server = server();
+    let client = wasmrpc_client::blocking::Client::create(
+        "grpc",
+        authority(&server),
+        "e2e-blocking",
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    let out = client
+        .method("add")
+        .unwrap()
+        .call_blocking(vec![Tensor::scalar(2i32), Tensor::scalar(3i32)])
+        .unwrap();
+    assert_eq!(out[0].to_vec::<i32>().unwrap(), vec![5]);
+    let err = client
+        .call("no_such_method", vec![], None, None)
+        .get_value()
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound, "{err}");
 }

@@ -66,14 +66,23 @@ fn python_v2_clients_pass_against_the_server() {
         "/v1/tenants/team-a/quota",
         json!({ "max_concurrent_calls": 1 }).to_string().as_bytes(),
     );
-    assert_eq!(quota.status, 200, "{}", String::from_utf8_lossy(&quota.body));
+    assert_eq!(
+        quota.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&quota.body)
+    );
 
     let extra = std::env::var("WASMRPC_PYTEST_ARGS").unwrap_or_default();
     // KServe's client and tritonclient's gRPC modules cannot share a process (their protobuf
     // messages collide in protobuf's one pool, tests/python/conftest.py): two runs.
     for (what, path, kserve) in [
         ("tests/python", "tests/python", "0"),
-        ("KServe's gRPC client", "tests/python/test_kserve_grpc.py", "1"),
+        (
+            "KServe's gRPC client",
+            "tests/python/test_kserve_grpc.py",
+            "1",
+        ),
     ] {
         let mut pytest = Command::new(&python);
         pytest

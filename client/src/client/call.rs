@@ -676,7 +676,10 @@ mod tests {
         let err = crate::grpc::status_to_error(status);
         assert_eq!(err.code(), Code::Unimplemented, "{err}");
         assert!(err.message().contains("does not answer gRPC"), "{err}");
-        assert!(err.message().contains("application/json") || err.message().contains("none"), "{err}");
+        assert!(
+            err.message().contains("application/json") || err.message().contains("none"),
+            "{err}"
+        );
     }
 
     #[tokio::test]
