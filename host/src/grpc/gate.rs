@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
+use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
 
@@ -21,6 +22,9 @@ use crate::api::body::read_budgeted;
 use crate::api::error::ApiError;
 use crate::api::v2_repository::{LOAD_BODY_SLACK, MAX_CONTROL_BODY};
 use crate::service::Caller;
+
+/// The trailer (or, trailers only, header) with a gRPC answer's status code.
+const GRPC_STATUS: &str = "grpc-status";
 
 /// The 5 bytes before a gRPC message (a compression flag and its length): a message may be the
 /// whole limit, its frame these bytes more.
@@ -83,9 +87,24 @@ pub async fn gate(State(state): State<AppState>, req: Request, next: Next) -> Re
         return next.run(req).await;
     }
     match admit(&state, req, rpc, arrived).await {
-        Ok(req) => next.run(req).await,
+        Ok(req) => client_faults_as_invalid_argument(next.run(req).await),
         Err(e) => status::response(e),
     }
+}
+
+/// tonic answers a message it cannot decode (not protobuf, no message at all) with INTERNAL,
+/// though the fault is the client's: the request was read whole by the gate, so an INTERNAL that
+/// the service did not make (each of those carries a request id) can only be that. It becomes
+/// INVALID_ARGUMENT, its message (what is wrong with the message) kept.
+fn client_faults_as_invalid_argument(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    let internal = headers
+        .get(GRPC_STATUS)
+        .is_some_and(|v| v.as_bytes() == b"13");
+    if internal && !headers.contains_key(wasmrpc_proto::headers::REQUEST_ID) {
+        headers.insert(GRPC_STATUS, HeaderValue::from_static("3"));
+    }
+    response
 }
 
 async fn admit(

@@ -61,9 +61,10 @@ impl GrpcInferenceService for Inference {
         &self,
         _: Request<pb::ServerReadyRequest>,
     ) -> Answer<pb::ServerReadyResponse> {
-        // As the HTTP route, where not ready is 503: a client polling readiness reads either.
-        v2::check_ready(&self.state)?;
-        Ok(Response::new(pb::ServerReadyResponse { ready: true }))
+        // Not ready is an answer, as on Triton (over HTTP it is a 503, which clients read as
+        // false): tritonclient's is_server_ready() returns it rather than raising.
+        let ready = v2::check_ready(&self.state).is_ok();
+        Ok(Response::new(pb::ServerReadyResponse { ready }))
     }
 
     async fn model_ready(
@@ -73,8 +74,15 @@ impl GrpcInferenceService for Inference {
         let gated = gated(&request)?;
         let m = request.into_inner();
         let version = parse_version(Some(&m.version))?;
-        v2::check_model_ready(&self.state, &gated.caller, &m.name, version)?;
-        Ok(Response::new(pb::ModelReadyResponse { ready: true }))
+        // A model (or version) that does not exist is not ready, as on Triton: an answer, not an
+        // error (over HTTP a 404, which clients read as false), and the same for another
+        // tenant's model.
+        let ready = match v2::check_model_ready(&self.state, &gated.caller, &m.name, version) {
+            Ok(()) => true,
+            Err(e) if e.code() == Code::NotFound => false,
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Response::new(pb::ModelReadyResponse { ready }))
     }
 
     async fn server_metadata(
