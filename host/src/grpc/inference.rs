@@ -187,7 +187,7 @@ impl GrpcInferenceService for Inference {
         let _held = gated.take_held();
         let m = request.into_inner();
         check_repository(&m.repository_name)?;
-        let load = load_request(m.parameters).map_err(|e| ApiError::from(e))?;
+        let load = load_request(m.parameters).map_err(ApiError::from)?;
         let limit = self.state.service.component_limit(&gated.caller.quota);
         v2_repository::load_model(
             &self.state,
