@@ -991,6 +991,7 @@ async fn health_checking_says_serving_and_reflection_lists_the_service() {
         assert_eq!(status, ServingStatus::Serving as i32, "{service:?}");
     }
     // Reflection needs no key and no .proto file: what `grpcurl -plaintext HOST:PORT list` does.
+    let channel_for_alpha = channel.clone();
     let mut reflection = ServerReflectionClient::new(channel);
     let request = ServerReflectionRequest {
         host: String::new(),
@@ -1010,9 +1011,37 @@ async fn health_checking_says_serving_and_reflection_lists_the_service() {
         "inference.GRPCInferenceService",
         "grpc.health.v1.Health",
         "grpc.reflection.v1.ServerReflection",
+        "grpc.reflection.v1alpha.ServerReflection",
     ] {
         assert!(names.contains(&expected), "{expected} in {names:?}");
     }
+    // Older tools ask v1alpha.
+    use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient as Alpha;
+    use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest as AlphaRequest;
+    use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse as AlphaResponse;
+    let mut alpha = Alpha::new(channel_for_alpha);
+    let request = tonic_reflection::pb::v1alpha::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(AlphaRequest::ListServices(String::new())),
+    };
+    let answer = alpha
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .unwrap()
+        .into_inner()
+        .next()
+        .await
+        .unwrap()
+        .unwrap();
+    let Some(AlphaResponse::ListServicesResponse(list)) = answer.message_response else {
+        panic!("not a list of services: {answer:?}");
+    };
+    assert!(
+        list.service
+            .iter()
+            .any(|s| s.name == "inference.GRPCInferenceService"),
+        "{list:?}"
+    );
 }
 
 #[tokio::test]
