@@ -264,6 +264,20 @@ async fn infer_takes_raw_inputs_by_name_and_answers_raw_outputs() {
     let out = outputs(client.model_infer(request).await.unwrap().into_inner());
     assert_eq!(out[0].1, int32(&[3]));
 
+    // A compressed request (tonic's own framing serves it) answers the same.
+    let mut gzip = client
+        .clone()
+        .send_compressed(tonic::codec::CompressionEncoding::Gzip);
+    let big = Tensor::vector(vec![7i32; 100_000]);
+    let answer = gzip
+        .model_infer(raw_request("add", &[("a", &big), ("b", &big)]))
+        .await
+        .unwrap();
+    assert_eq!(
+        outputs(answer.into_inner())[0].1,
+        Tensor::vector(vec![14i32; 100_000])
+    );
+
     // An output the model does not have.
     let mut request = raw_request("add", &[("a", &int32(&[1])), ("b", &int32(&[2]))]);
     request.outputs = vec![InferRequestedOutputTensor {

@@ -108,31 +108,8 @@ impl GrpcInferenceService for Inference {
         request: Request<pb::ModelInferRequest>,
     ) -> Answer<pb::ModelInferResponse> {
         let gated = gated(&request)?;
-        let deadline = deadline::remaining(gated.timeout, gated.arrived)?;
-        let mut message = request.into_inner();
-        let name = std::mem::take(&mut message.model_name);
-        let version = parse_version(Some(&message.model_version))?;
-        let placement = placement(&message.parameters)?;
-        self.state
-            .service
-            .check_placement(&placement)
-            .map_err(ApiError::from)?;
-        let Some(mut held) = gated.take_held() else {
-            return Err(ApiError::internal("a gRPC request's bytes were held twice").into());
-        };
-        let decoded = infer::decode_request(message);
-        let response = v2::run_infer(
-            &self.state,
-            &gated.caller,
-            name,
-            version,
-            decoded,
-            deadline,
-            &placement,
-            &mut held,
-        )
-        .await?;
-        Ok(Response::new(infer::encode_response(response)))
+        let response = infer(&self.state, &gated, request.into_inner()).await?;
+        Ok(Response::new(response))
     }
 
     async fn model_config(
@@ -212,6 +189,39 @@ impl GrpcInferenceService for Inference {
         v2_repository::unload_model(&self.state, &gated.caller, &m.model_name).await?;
         Ok(Response::new(pb::RepositoryModelUnloadResponse {}))
     }
+}
+
+/// `ModelInfer` of a request the gate admitted (tonic's, or the gate's own framing, `frames.rs`):
+/// the v2 route's own call, under the tighter of the gRPC deadline and the `timeout` parameter.
+///
+/// # Errors
+/// As the HTTP route's, and DEADLINE_EXCEEDED when the gRPC deadline passed before the call.
+pub async fn infer(
+    state: &AppState,
+    gated: &Gated,
+    mut message: pb::ModelInferRequest,
+) -> Result<pb::ModelInferResponse, ApiError> {
+    let deadline = deadline::remaining(gated.timeout, gated.arrived)?;
+    let name = std::mem::take(&mut message.model_name);
+    let version = parse_version(Some(&message.model_version))?;
+    let placement = placement(&message.parameters)?;
+    state.service.check_placement(&placement)?;
+    let Some(mut held) = gated.take_held() else {
+        return Err(ApiError::internal("a gRPC request's bytes were held twice"));
+    };
+    let decoded = infer::decode_request(message);
+    let response = v2::run_infer(
+        state,
+        &gated.caller,
+        name,
+        version,
+        decoded,
+        deadline,
+        &placement,
+        &mut held,
+    )
+    .await?;
+    Ok(infer::encode_response(response))
 }
 
 /// A repository name: empty, as there is only one (each tenant's own).

@@ -5,6 +5,7 @@
 //! serves them alone on a port of their own.
 
 mod deadline;
+mod frames;
 mod gate;
 mod health;
 mod inference;
