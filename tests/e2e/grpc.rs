@@ -851,6 +851,16 @@ async fn an_infinite_loop_under_a_half_second_deadline_ends_deadline_exceeded_an
     );
     echo_is_prompt(&mut client).await;
 
+    // A client that cancels (drops its call) with no deadline at all: the server's default
+    // deadline is 10 s, so a prompt call after it shows the cancellation freed the slot.
+    let call = client.model_infer(raw_request("spin", &[("x", &x)]));
+    let cancelled = tokio::time::timeout(Duration::from_millis(300), call).await;
+    assert!(
+        cancelled.is_err(),
+        "spin cannot have answered: {cancelled:?}"
+    );
+    echo_is_prompt(&mut client).await;
+
     // tonic's own client gives up at its deadline (and says CANCELLED); the server stops the
     // guest as the stream is reset, and the slot is free at once.
     let mut request = Request::new(raw_request("spin", &[("x", &x)]));
