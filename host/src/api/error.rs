@@ -59,6 +59,15 @@ impl ApiError {
         }
     }
 
+    /// The canonical code the client will read.
+    pub fn code(&self) -> Code {
+        match &*self.kind {
+            Kind::Status(status) => status.code(),
+            Kind::Service(e) => e.code(),
+            Kind::Internal(_) => Code::Internal,
+        }
+    }
+
     /// The server's own failure: INTERNAL, its text logged under a request id, never sent.
     pub fn internal(error: impl std::fmt::Display) -> Self {
         ApiError {

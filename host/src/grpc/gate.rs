@@ -10,10 +10,13 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
+use axum::http::HeaderValue;
+use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::Response;
+use bytes::Bytes;
 
-use super::{deadline, status};
+use super::{deadline, frames, status};
 use crate::admission::BytesHeld;
 use crate::api::AppState;
 use crate::api::auth::{caller_of, principal_of};
@@ -21,6 +24,9 @@ use crate::api::body::read_budgeted;
 use crate::api::error::ApiError;
 use crate::api::v2_repository::{LOAD_BODY_SLACK, MAX_CONTROL_BODY};
 use crate::service::Caller;
+
+/// The trailer (or, trailers only, header) with a gRPC answer's status code.
+const GRPC_STATUS: &str = "grpc-status";
 
 /// The 5 bytes before a gRPC message (a compression flag and its length): a message may be the
 /// whole limit, its frame these bytes more.
@@ -75,17 +81,41 @@ impl Rpc {
 }
 
 /// The middleware: admit the request (see the module's documentation) or answer it with the
-/// refusal.
+/// refusal. An admitted `ModelInfer` is answered with the gate's own framing (`frames.rs`) when
+/// it can be, anything else by tonic.
 pub async fn gate(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let arrived = Instant::now();
     let rpc = Rpc::of(req.uri().path());
     if rpc == Rpc::Open {
         return next.run(req).await;
     }
-    match admit(&state, req, rpc, arrived).await {
-        Ok(req) => next.run(req).await,
-        Err(e) => status::response(e),
+    let (parts, bytes, gated) = match admit(&state, req, rpc, arrived).await {
+        Ok(admitted) => admitted,
+        Err(e) => return status::response(e),
+    };
+    if rpc == Rpc::Infer
+        && let Some(message) = frames::one_message(&parts.headers, &bytes)
+    {
+        return frames::serve(&state, &gated, message).await;
     }
+    let mut req = Request::from_parts(parts, Body::from(bytes));
+    req.extensions_mut().insert(gated);
+    client_faults_as_invalid_argument(next.run(req).await)
+}
+
+/// tonic answers a message it cannot decode (not protobuf, no message at all) with INTERNAL,
+/// though the fault is the client's: the request was read whole by the gate, so an INTERNAL that
+/// the service did not make (each of those carries a request id) can only be that. It becomes
+/// INVALID_ARGUMENT, its message (what is wrong with the message) kept.
+fn client_faults_as_invalid_argument(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    let internal = headers
+        .get(GRPC_STATUS)
+        .is_some_and(|v| v.as_bytes() == b"13");
+    if internal && !headers.contains_key(wasmrpc_proto::headers::REQUEST_ID) {
+        headers.insert(GRPC_STATUS, HeaderValue::from_static("3"));
+    }
+    response
 }
 
 async fn admit(
@@ -93,7 +123,7 @@ async fn admit(
     req: Request,
     rpc: Rpc,
     arrived: Instant,
-) -> Result<Request, ApiError> {
+) -> Result<(Parts, Bytes, Gated), ApiError> {
     let principal = principal_of(state, req.headers())?;
     let caller = caller_of(state, &principal)?;
     let (limit, too_large) = match rpc {
@@ -135,14 +165,13 @@ async fn admit(
     .await
     .map_err(|e| e.with_message_if_too_large(too_large))?;
     let timeout = deadline::grpc_timeout(&parts.headers);
-    let mut req = Request::from_parts(parts, Body::from(bytes));
-    req.extensions_mut().insert(Gated {
+    let gated = Gated {
         caller,
         arrived,
         timeout,
         held: Arc::new(Mutex::new(Some(held))),
-    });
-    Ok(req)
+    };
+    Ok((parts, bytes, gated))
 }
 
 #[cfg(test)]

@@ -61,9 +61,10 @@ impl GrpcInferenceService for Inference {
         &self,
         _: Request<pb::ServerReadyRequest>,
     ) -> Answer<pb::ServerReadyResponse> {
-        // As the HTTP route, where not ready is 503: a client polling readiness reads either.
-        v2::check_ready(&self.state)?;
-        Ok(Response::new(pb::ServerReadyResponse { ready: true }))
+        // Not ready is an answer, as on Triton (over HTTP it is a 503, which clients read as
+        // false): tritonclient's is_server_ready() returns it rather than raising.
+        let ready = v2::check_ready(&self.state).is_ok();
+        Ok(Response::new(pb::ServerReadyResponse { ready }))
     }
 
     async fn model_ready(
@@ -73,8 +74,15 @@ impl GrpcInferenceService for Inference {
         let gated = gated(&request)?;
         let m = request.into_inner();
         let version = parse_version(Some(&m.version))?;
-        v2::check_model_ready(&self.state, &gated.caller, &m.name, version)?;
-        Ok(Response::new(pb::ModelReadyResponse { ready: true }))
+        // A model (or version) that does not exist is not ready, as on Triton: an answer, not an
+        // error (over HTTP a 404, which clients read as false), and the same for another
+        // tenant's model.
+        let ready = match v2::check_model_ready(&self.state, &gated.caller, &m.name, version) {
+            Ok(()) => true,
+            Err(e) if e.code() == Code::NotFound => false,
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Response::new(pb::ModelReadyResponse { ready }))
     }
 
     async fn server_metadata(
@@ -100,31 +108,8 @@ impl GrpcInferenceService for Inference {
         request: Request<pb::ModelInferRequest>,
     ) -> Answer<pb::ModelInferResponse> {
         let gated = gated(&request)?;
-        let deadline = deadline::remaining(gated.timeout, gated.arrived)?;
-        let mut message = request.into_inner();
-        let name = std::mem::take(&mut message.model_name);
-        let version = parse_version(Some(&message.model_version))?;
-        let placement = placement(&message.parameters)?;
-        self.state
-            .service
-            .check_placement(&placement)
-            .map_err(ApiError::from)?;
-        let Some(mut held) = gated.take_held() else {
-            return Err(ApiError::internal("a gRPC request's bytes were held twice").into());
-        };
-        let decoded = infer::decode_request(message);
-        let response = v2::run_infer(
-            &self.state,
-            &gated.caller,
-            name,
-            version,
-            decoded,
-            deadline,
-            &placement,
-            &mut held,
-        )
-        .await?;
-        Ok(Response::new(infer::encode_response(response)))
+        let response = infer(&self.state, &gated, request.into_inner()).await?;
+        Ok(Response::new(response))
     }
 
     async fn model_config(
@@ -179,7 +164,7 @@ impl GrpcInferenceService for Inference {
         let _held = gated.take_held();
         let m = request.into_inner();
         check_repository(&m.repository_name)?;
-        let load = load_request(m.parameters).map_err(|e| ApiError::from(e))?;
+        let load = load_request(m.parameters).map_err(ApiError::from)?;
         let limit = self.state.service.component_limit(&gated.caller.quota);
         v2_repository::load_model(
             &self.state,
@@ -204,6 +189,39 @@ impl GrpcInferenceService for Inference {
         v2_repository::unload_model(&self.state, &gated.caller, &m.model_name).await?;
         Ok(Response::new(pb::RepositoryModelUnloadResponse {}))
     }
+}
+
+/// `ModelInfer` of a request the gate admitted (tonic's, or the gate's own framing, `frames.rs`):
+/// the v2 route's own call, under the tighter of the gRPC deadline and the `timeout` parameter.
+///
+/// # Errors
+/// As the HTTP route's, and DEADLINE_EXCEEDED when the gRPC deadline passed before the call.
+pub async fn infer(
+    state: &AppState,
+    gated: &Gated,
+    mut message: pb::ModelInferRequest,
+) -> Result<pb::ModelInferResponse, ApiError> {
+    let deadline = deadline::remaining(gated.timeout, gated.arrived)?;
+    let name = std::mem::take(&mut message.model_name);
+    let version = parse_version(Some(&message.model_version))?;
+    let placement = placement(&message.parameters)?;
+    state.service.check_placement(&placement)?;
+    let Some(mut held) = gated.take_held() else {
+        return Err(ApiError::internal("a gRPC request's bytes were held twice"));
+    };
+    let decoded = infer::decode_request(message);
+    let response = v2::run_infer(
+        state,
+        &gated.caller,
+        name,
+        version,
+        decoded,
+        deadline,
+        &placement,
+        &mut held,
+    )
+    .await?;
+    Ok(infer::encode_response(response))
 }
 
 /// A repository name: empty, as there is only one (each tenant's own).

@@ -5,6 +5,7 @@
 //! serves them alone on a port of their own.
 
 mod deadline;
+mod frames;
 mod gate;
 mod health;
 mod inference;
@@ -63,10 +64,16 @@ fn path_of(name: &str) -> String {
 /// Server reflection, v1 and v1alpha, listing the inference and health services (and itself),
 /// so that `grpcurl` and other tools need no `.proto` file.
 fn reflection(router: Router<AppState>) -> Router<AppState> {
+    // Each version lists both, since both are served.
     let builder = || {
         tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(wasmrpc_proto::grpc::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(
+                tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+            )
+            .include_reflection_service(false)
     };
     let router = match builder().build_v1() {
         Ok(v1) => router.route_service(&path_of("grpc.reflection.v1.ServerReflection"), v1),

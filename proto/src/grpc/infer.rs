@@ -153,28 +153,14 @@ fn describe(p: &InferParameter) -> String {
 /// datatype, values that do not fit it, or a count or length that disagrees with the shape.
 pub fn input_tensor(input: &InferInputTensor, raw: Option<Bytes>) -> Result<Tensor, TensorError> {
     let value = TensorError::Value;
-    let dtype = DType::from_kserve_name(&input.datatype).ok_or_else(|| {
-        value(format!(
-            "unknown datatype `{}`; use one of {}",
-            input.datatype,
-            DType::ALL.map(DType::kserve_name).join(", ")
-        ))
-    })?;
+    let dtype = crate::kserve::infer::datatype(&input.datatype)?;
     if input.parameters.contains_key("shared_memory_region") {
         return Err(value(
             "shared memory is not supported: send the data in raw_input_contents or contents"
                 .into(),
         ));
     }
-    crate::tensor::check_rank(input.shape.len())?;
-    let shape: Vec<u64> = input
-        .shape
-        .iter()
-        .map(|&d| u64::try_from(d))
-        .collect::<Result<_, _>>()
-        .map_err(|_| TensorError::NegativeDimension {
-            shape: input.shape.clone(),
-        })?;
+    let shape = crate::kserve::infer::checked_shape(&input.shape)?;
     let contents = input.contents.as_ref().filter(|c| !is_empty(c));
     match (raw, contents) {
         (Some(_), Some(_)) => Err(value(
