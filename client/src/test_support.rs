@@ -134,8 +134,8 @@ impl Drop for RecordingServer {
 const MODEL_METADATA: &[u8] = br#"{"name":"m","versions":["1"],"platform":"wasmrpc_wasm","inputs":[{"name":"a","datatype":"INT32","shape":[-1]},{"name":"b","datatype":"INT32","shape":[-1]}],"outputs":[]}"#;
 
 /// The stand-in gRPC service: `ModelInfer` of `echo` answers its inputs as outputs, of
-/// `missing` NOT_FOUND, of `denied` PERMISSION_DENIED, of `slow` after 10 s; every other RPC is
-/// UNIMPLEMENTED.
+/// `missing` NOT_FOUND, of `denied` PERMISSION_DENIED, of `slow` after 10 s, of `where`
+/// FAILED_PRECONDITION naming its `worker` parameter; every other RPC is UNIMPLEMENTED.
 pub(crate) struct FakeInference;
 
 #[tonic::async_trait]
@@ -149,6 +149,17 @@ impl GrpcInferenceService for FakeInference {
             "missing" => return Err(Status::not_found("no model named `missing`")),
             "denied" => return Err(Status::permission_denied("not yours")),
             "slow" => tokio::time::sleep(Duration::from_secs(10)).await,
+            "where" => {
+                let worker = match request
+                    .parameters
+                    .get("worker")
+                    .map(|p| &p.parameter_choice)
+                {
+                    Some(Some(infer_parameter::ParameterChoice::StringParam(w))) => w.as_str(),
+                    _ => "none",
+                };
+                return Err(Status::failed_precondition(format!("worker={worker}")));
+            }
             _ => {}
         }
         let outputs = request

@@ -210,13 +210,22 @@ async fn grpcs_calls_over_tls_trusting_a_private_ca() {
         .connect()
         .await
         .unwrap();
-    assert!(client.address().starts_with("grpcs://"), "{}", client.address());
+    assert!(
+        client.address().starts_with("grpcs://"),
+        "{}",
+        client.address()
+    );
     client
         .register("add", crate::support::guest("example-add"), Some("add"))
         .await
         .unwrap();
     let sum = client
-        .call_async("add", vec![Tensor::scalar(2i32), Tensor::scalar(3i32)], None, None)
+        .call_async(
+            "add",
+            vec![Tensor::scalar(2i32), Tensor::scalar(3i32)],
+            None,
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(sum[0].to_vec::<i32>().unwrap(), vec![5]);

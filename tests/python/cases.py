@@ -163,29 +163,6 @@ def grpc_code(error):
     return str(getattr(code, "name", code)).removeprefix("StatusCode.")
 
 
-def error_text(error):
-    """`CODE: message` of a gRPC client's error (tritonclient's or grpc's)."""
-    message = error.details() if callable(getattr(error, "details", None)) else error.message()
-    return f"{grpc_code(error)}: {message}"
-
-
-def readiness(call):
-    """What `call()` (a gRPC client's is_model_ready) says: True, False, or the error it raised as
-    `CODE: message`, so that answers can be compared whichever form a server chose."""
-    try:
-        return call()
-    except Exception as e:  # noqa: BLE001 - the clients' own exception types differ
-        return error_text(e)
-
-
-async def readiness_async(call):
-    """`readiness` of an awaitable `call()`."""
-    try:
-        return await call()
-    except Exception as e:  # noqa: BLE001
-        return error_text(e)
-
-
 def register(url, key, name, wasm, export):
     """Register `wasm` (its `export`) as `name` over HTTP, for the tenant of `key` (`None`: the
     server has no keys)."""
@@ -198,13 +175,3 @@ def unregister(url, key, name):
     status, _, data = raw(url, "DELETE", f"/v1/methods/{name}", None, bearer(key))
     assert status == 200, data
 
-
-# Server findings the gRPC tests pin down; strict, so a fix turns them into failures to remove.
-# Triton answers ModelReady of a model it does not have with `ready: false` (status OK), and
-# tritonclient.grpc's is_model_ready returns False; wasmrpc answers NOT_FOUND, so the client
-# raises instead (KServe's own Python server raises NOT_FOUND too).
-MODEL_READY_OF_A_MISSING_MODEL = dict(
-    strict=True,
-    reason="server: gRPC ModelReady of a missing model is NOT_FOUND, where Triton answers "
-    "ready=false and tritonclient.grpc's is_model_ready returns False",
-)

@@ -12,7 +12,6 @@ from tritonclient.utils import InferenceServerException
 
 from cases import (
     ADD_CASES,
-    MODEL_READY_OF_A_MISSING_MODEL,
     BF16_CASE,
     UPPER_WORDS,
     WORD_LENGTHS,
@@ -24,7 +23,6 @@ from cases import (
     assert_same,
     bearer,
     grpc_code,
-    readiness_async,
     register,
     server_error,
     sixteen_mib_pair,
@@ -58,7 +56,6 @@ def test_health_metadata_and_config(grpc_aio):
     grpc_aio(body)
 
 
-@pytest.mark.xfail(**MODEL_READY_OF_A_MISSING_MODEL)
 def test_a_missing_model_is_not_ready(grpc_aio):
     assert not grpc_aio(lambda c: c.is_model_ready("no_such_model"))
 
@@ -107,7 +104,7 @@ def test_repository_index_load_infer_unload_and_statistics(grpc_aio, add_wasm):
         stats = (await c.get_inference_statistics(name, as_json=True))["model_stats"][0]
         assert int(stats["inference_count"]) == 1, stats
         await c.unload_model(name)
-        assert await readiness_async(lambda: c.is_model_ready(name)) is not True
+        assert not await c.is_model_ready(name)
         e = await refused(c.get_model_metadata, name)
         assert grpc_code(e) == "NOT_FOUND"
 
@@ -145,7 +142,7 @@ def test_deadline_keys_and_tenants(keyed, add_wasm):
             # Another tenant's model, then no model at all: the same answer.
             async def seen_by_b():
                 e = await refused(c.infer, name, inputs(), headers=as_b)
-                ready = await readiness_async(lambda: c.is_model_ready(name, headers=as_b))
+                ready = await c.is_model_ready(name, headers=as_b)
                 return grpc_code(e), e.message(), ready
 
             while_in_a = await seen_by_b()

@@ -262,8 +262,8 @@ impl Client {
     }
 
     /// [`Client::send_binary_call`] run on the cluster's worker `worker` (`any`: any live one;
-    /// `None`: the server called). A call to a worker goes by the HTTP route, which alone names
-    /// one, whatever the rpc layer.
+    /// `None`: the server called), percent-encoded as in a query: over HTTP `?worker=`, over
+    /// gRPC the request's `worker` parameter.
     pub(crate) async fn send_binary_call_on(
         &self,
         name: &str,
@@ -272,11 +272,13 @@ impl Client {
         args: Vec<Tensor>,
         timeout: Duration,
     ) -> Result<Vec<Tensor>, Error> {
-        let grpc = self.inner.protocol == Protocol::Grpc && worker.is_none();
+        let grpc = self.inner.protocol == Protocol::Grpc;
         let args = &args;
         let attempt = |names: Vec<String>| async move {
             if grpc {
-                self.grpc_infer(name, version, &names, args, timeout).await
+                let worker = worker.map(|w| w.replace("%2F", "/"));
+                self.grpc_infer(name, version, worker.as_deref(), &names, args, timeout)
+                    .await
             } else {
                 self.infer(name, version, worker, &names, args, timeout)
                     .await
@@ -294,16 +296,27 @@ impl Client {
     }
 
     /// One gRPC `ModelInfer`: the tensors' bytes as `raw_input_contents`, the timeout as the
-    /// gRPC deadline (`grpc-timeout`; none for `ZERO`, and the server's default applies).
+    /// gRPC deadline (`grpc-timeout`; none for `ZERO`, and the server's default applies), the
+    /// cluster's `worker` (`any`, or a name) as the `worker` parameter.
     async fn grpc_infer(
         &self,
         name: &str,
         version: Option<u32>,
+        worker: Option<&str>,
         names: &[String],
         args: &[Tensor],
         timeout: Duration,
     ) -> Result<Vec<Tensor>, Error> {
-        let message = crate::grpc::infer_request(name, version, names, args)?;
+        let mut message = crate::grpc::infer_request(name, version, names, args)?;
+        if let Some(worker) = worker {
+            let choice = crate::grpc::infer_parameter::ParameterChoice::StringParam(worker.into());
+            message.parameters.insert(
+                "worker".into(),
+                crate::grpc::InferParameter {
+                    parameter_choice: Some(choice),
+                },
+            );
+        }
         let mut request = tonic::Request::new(message);
         if !timeout.is_zero() {
             request.set_timeout(timeout);
@@ -636,6 +649,23 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_call_to_a_cluster_worker_names_it_in_the_grpc_parameters() {
+        let server = crate::test_support::RecordingServer::start();
+        let client = grpc_client(&server).await;
+        let args = vec![Tensor::scalar(1i32), Tensor::scalar(2i32)];
+        // The stand-in answers `where` with the worker parameter it got, as an error.
+        let err = client
+            .send_binary_call_on("where", None, Some("rack%2Fw1"), args, Duration::ZERO)
+            .await
+            .unwrap_err();
+        assert_eq!(err.message(), "worker=rack/w1");
+        assert_eq!(
+            server.take_requests().last().unwrap().path,
+            "/inference.GRPCInferenceService/ModelInfer"
+        );
+    }
+
+    #[tokio::test]
     async fn a_grpc_server_nobody_listens_on_is_unavailable_and_says_where() {
         let address = {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -651,7 +681,14 @@ mod tests {
         );
         let names = vec!["a".to_owned()];
         let err = client
-            .grpc_infer("m", None, &names, &[Tensor::scalar(1i32)], Duration::ZERO)
+            .grpc_infer(
+                "m",
+                None,
+                None,
+                &names,
+                &[Tensor::scalar(1i32)],
+                Duration::ZERO,
+            )
             .await
             .unwrap_err();
         assert_eq!(err.code(), Code::Unavailable, "{err}");
