@@ -324,11 +324,10 @@ impl Client {
         let response = self
             .inner
             .channel
-            .client()
             .model_infer(request)
             .await
             .map_err(crate::grpc::status_to_error)?;
-        crate::grpc::response_outputs(response.into_inner())
+        crate::grpc::response_outputs(response)
     }
 
     /// The client's encoding: whether calls carry binary tensors (else JSON).
