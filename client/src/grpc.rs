@@ -328,7 +328,7 @@ mod tests {
     #[test]
     fn a_request_shares_its_tensors_bytes_and_names_every_input() {
         let a = Tensor::from_vec([2], vec![1i32, 2]).unwrap();
-        let s = Tensor::from_strings([2], &["x", "yz"]).unwrap();
+        let s = Tensor::from_strings([2], ["x", "yz"]).unwrap();
         let names = vec!["a".to_owned(), "s".to_owned()];
         let req = infer_request("m", Some(3), &names, &[a.clone(), s.clone()]).unwrap();
         assert_eq!(

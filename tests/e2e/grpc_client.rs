@@ -59,7 +59,7 @@ async fn calls_over_grpc_give_the_same_values_as_over_http() {
         ),
         (
             "upper",
-            vec![Tensor::from_strings([3], &["abc", "straße", ""]).unwrap()],
+            vec![Tensor::from_strings([3], ["abc", "straße", ""]).unwrap()],
         ),
     ];
     for (method, args) in cases {

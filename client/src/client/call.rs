@@ -564,7 +564,7 @@ mod tests {
         let client = grpc_client(&server).await;
         assert_eq!(client.address(), format!("grpc://{}", server.address));
         let a = Tensor::from_vec([2], vec![1i32, 2]).unwrap();
-        let b = Tensor::from_strings([1], &["é"]).unwrap();
+        let b = Tensor::from_strings([1], ["é"]).unwrap();
         let out = client
             .call_async(
                 "echo",
