@@ -97,7 +97,7 @@ impl GrpcChannel {
             .max_encoding_message_size(usize::MAX)
     }
 
-    /// One `ModelInfer`, its request encoded into a buffer sized once ([`SizedCodec`]).
+    /// One `ModelInfer`, its request encoded into a buffer sized once for the whole message.
     ///
     /// # Errors
     /// The call's gRPC status; UNAVAILABLE when the server cannot be reached.
