@@ -6,6 +6,7 @@ mod auth;
 mod body;
 mod browsers;
 mod cluster;
+mod console;
 pub(crate) mod context;
 pub mod error;
 mod health;
@@ -159,6 +160,7 @@ fn routes(state: &AppState) -> Routes {
         .get("/healthz", health::healthz)
         .get("/readyz", health::readyz)
         .get("/openapi.json", openapi::document)
+        .merge(console::routes())
 }
 
 /// The router of `--metrics-listen`: `/metrics` alone, open to whoever reaches that address (bind

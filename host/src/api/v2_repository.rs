@@ -176,7 +176,7 @@ async fn unload(
     )
     .await?;
     kserve_repository::decode_unload_request(&bytes)?;
-    state.service.delete(&caller.tenant, &name).await?;
+    state.service.delete(&caller.tenant, &name, None).await?;
     Ok(StatusCode::OK)
 }
 
