@@ -120,9 +120,10 @@ function render() {
   const p50 = perInterval.map((d) => quantile(0.5, merged(d)) * 1000);
   const p99 = perInterval.map((d) => quantile(0.99, merged(d)) * 1000);
   const span = `last ${Math.round((perInterval.length * EVERY_MS) / 1000)} s`;
+  const total = (list) => list.reduce((n, v) => n + v, 0);
   fill("activity-charts",
-    chart("Calls per 2 s", [{ values: calls, className: "series-1" }, { values: errors, className: "series-2" }], span, [["l1", "calls"], ["l2", "errors"]]),
-    chart("Latency (ms)", [{ values: p50, className: "series-1" }, { values: p99, className: "series-3" }], span, [["l1", "p50"], ["l3", "p99"]]),
+    chart("calls", "Calls per 2 s", [{ values: calls, className: "series-1" }, { values: errors, className: "series-2" }], span, [["l1", `calls (${total(calls)})`], ["l2", `errors (${total(errors)})`]], total(calls)),
+    chart("latency", "Latency (ms)", [{ values: p50, className: "series-1" }, { values: p99, className: "series-3" }], span, [["l1", "p50"], ["l3", "p99"]]),
   );
   fill($("activity-table").tBodies[0], names.map((name) => {
     const total = latest.methods.get(name);
@@ -134,8 +135,8 @@ function render() {
   }));
 }
 
-function chart(title, series, span, legend) {
-  return el("figure", { class: "chart" },
+function chart(id, title, series, span, legend, total) {
+  return el("figure", { class: "chart", dataset: { chart: id, total: total ?? "" } },
     el("h3", {}, title),
     lineChart(series, { title, xLabel: span }),
     el("figcaption", { class: "legend" }, legend.map(([cls, text]) => el("span", { class: cls }, text))));

@@ -31,10 +31,10 @@ export function onKeyNeeded(ask) {
 /**
  * A request to the API. `body` is sent as is (a string of JSON, or the bytes of a component).
  * Answers the parsed JSON (or the text, with `{text: true}`); throws ApiError otherwise. A 401
- * asks for a key once and tries again with it.
+ * asks for a key and tries again with it.
  */
 export async function request(method, path, { body, type, text = false, signal } = {}) {
-  for (let attempt = 0; ; attempt++) {
+  for (;;) {
     const headers = { "x-wasmrpc-client": "console" };
     if (type) headers["content-type"] = type;
     const k = key();
@@ -46,7 +46,8 @@ export async function request(method, path, { body, type, text = false, signal }
       if (e.name === "AbortError") throw e;
       throw new ApiError("UNAVAILABLE", `the server did not answer (${e.message})`, 0);
     }
-    if (response.status === 401 && attempt === 0 && (await askForKey(k !== null))) continue;
+    // Asked again after a refused key, until the person gives up (closes the prompt).
+    if (response.status === 401 && (await askForKey(k !== null))) continue;
     if (response.ok) return text ? response.text() : response.json();
     throw await errorOf(response);
   }

@@ -1,4 +1,6 @@
-// Cluster: the live workers of this server's cluster with their rank, address and what they run.
+// Cluster: the live workers of this server's cluster with their rank, address and state, and
+// what the one answering is running for the others. Every worker serves the same methods (the
+// registry is shared), so the method list is the cluster's.
 
 import { api } from "./api.js";
 import { $, el, fill, showError } from "./dom.js";
@@ -11,26 +13,22 @@ export async function showCluster() {
     answer = await api.workers();
   } catch (e) {
     table.hidden = true;
-    if (e.code === "FAILED_PRECONDITION" || e.code === "NOT_FOUND" || e.code === "UNIMPLEMENTED") {
-      fill("cluster-status", "This server runs alone (not started with --cluster).");
+    if (e.code === "FAILED_PRECONDITION") {
+      fill("cluster-status", "This server runs alone (it was not started with --cluster).");
     } else {
       showError("cluster-status", e);
     }
     return;
   }
   const workers = answer.workers || [];
-  fill("cluster-status", `${workers.length} live worker(s); this one is ${answer.this}.`);
+  fill("cluster-status",
+    `${workers.length} live worker(s), all serving the same methods. This one is ${answer.this}, `
+    + `running ${answer.serving} call(s) for other workers now.`);
   table.hidden = false;
   fill(table.tBodies[0], workers.map((w) => el("tr", { dataset: { worker: w.name } },
     el("td", {}, w.name === answer.this ? `${w.name} (this one)` : w.name),
     el("td", {}, w.rank),
     el("td", {}, `${w.ip}:${w.port}`),
-    el("td", {}, running(w)))));
-}
-
-function running(worker) {
-  const parts = [];
-  if (worker.serving !== undefined) parts.push(`${worker.serving} call(s) now`);
-  if (Array.isArray(worker.methods)) parts.push(worker.methods.join(", "));
-  return parts.join("; ") || "–";
+    el("td", {}, w.draining ? "draining: finishing its calls, taking no new ones" : "serving"),
+    el("td", {}, new Date(w.joined_ms).toLocaleString()))));
 }

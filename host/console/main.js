@@ -23,12 +23,14 @@ function askForKey(rejected) {
     const done = () => {
       dialog.removeEventListener("close", done);
       pendingKey = null;
-      const value = input.value.trim();
-      setKey(value || null);
+      // Escape closes the prompt without a key: the requests waiting on it fail as they are.
+      const value = dialog.returnValue === "use" ? input.value.trim() : "";
+      if (value) setKey(value);
       updateKeyControls();
       resolve(Boolean(value));
     };
     dialog.addEventListener("close", done);
+    dialog.returnValue = "";
     dialog.showModal();
     input.focus();
   });

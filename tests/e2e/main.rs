@@ -16,6 +16,7 @@ mod cluster_storage;
 mod cluster_trust;
 mod compiles;
 mod connections;
+mod console;
 mod embedded;
 mod examples;
 mod in_flight;

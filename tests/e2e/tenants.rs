@@ -34,6 +34,11 @@ impl Keyed {
         }
     }
 
+    /// The file the server wrote its admin key to.
+    pub(crate) fn admin_key_file(&self) -> &std::path::Path {
+        &self.admin_key_file
+    }
+
     /// Create a tenant; its HTTP client (with its key) and the answer.
     pub(crate) fn tenant(&self, name: &str) -> (Http, Value) {
         let r = self
