@@ -115,15 +115,23 @@ function render() {
     for (const m of map.values()) for (const [le, c] of m.buckets) byLe.set(le, (byLe.get(le) || 0) + c);
     return [...byLe.entries()];
   };
-  const calls = perInterval.map((d) => sum(d, "calls"));
-  const errors = perInterval.map((d) => sum(d, "errors"));
-  const p50 = perInterval.map((d) => quantile(0.5, merged(d)) * 1000);
-  const p99 = perInterval.map((d) => quantile(0.99, merged(d)) * 1000);
+  // The charts: every method together, or the one picked.
+  const picker = $("activity-method");
+  const picked = picker.value;
+  const options = ["", ...names];
+  if ([...picker.options].map((o) => o.value).join("\n") !== options.join("\n")) {
+    fill(picker, options.map((n) => el("option", { value: n, selected: n === picked }, n || "every method")));
+  }
+  const only = (d) => (picked ? new Map(d.has(picked) ? [[picked, d.get(picked)]] : []) : d);
+  const calls = perInterval.map((d) => sum(only(d), "calls"));
+  const errors = perInterval.map((d) => sum(only(d), "errors"));
+  const p50 = perInterval.map((d) => quantile(0.5, merged(only(d))) * 1000);
+  const p99 = perInterval.map((d) => quantile(0.99, merged(only(d))) * 1000);
   const span = `last ${Math.round((perInterval.length * EVERY_MS) / 1000)} s`;
   const total = (list) => list.reduce((n, v) => n + v, 0);
   fill("activity-charts",
-    chart("calls", "Calls per 2 s", [{ values: calls, className: "series-1" }, { values: errors, className: "series-2" }], span, [["l1", `calls (${total(calls)})`], ["l2", `errors (${total(errors)})`]], total(calls)),
-    chart("latency", "Latency (ms)", [{ values: p50, className: "series-1" }, { values: p99, className: "series-3" }], span, [["l1", "p50"], ["l3", "p99"]]),
+    chart("calls", `Calls per 2 s${picked ? ` (${picked})` : ""}`, [{ values: calls, className: "series-1" }, { values: errors, className: "series-2" }], span, [["l1", `calls (${total(calls)})`], ["l2", `errors (${total(errors)})`]], total(calls)),
+    chart("latency", `Latency, ms${picked ? ` (${picked})` : ""}`, [{ values: p50, className: "series-1" }, { values: p99, className: "series-3" }], span, [["l1", "p50"], ["l3", "p99"]]),
   );
   fill($("activity-table").tBodies[0], names.map((name) => {
     const total = latest.methods.get(name);
@@ -145,4 +153,8 @@ function chart(id, title, series, span, legend, total) {
 export function showActivity() {
   startActivity();
   render();
+}
+
+export function wireActivity() {
+  $("activity-method").addEventListener("change", render);
 }

@@ -3,7 +3,7 @@
 
 import { api, key, onKeyNeeded, setKey } from "./api.js";
 import { $, fill } from "./dom.js";
-import { showActivity, startActivity } from "./activity.js";
+import { showActivity, startActivity, wireActivity } from "./activity.js";
 import { showCluster } from "./cluster.js";
 import { showMethod, showMethods, wireMethods } from "./methods.js";
 import { isAdmin, showTenants } from "./tenants.js";
@@ -72,6 +72,7 @@ async function start() {
   wireMethods();
   wireTryIt();
   wireUpload();
+  wireActivity();
   fill("server", location.host);
   window.addEventListener("hashchange", route);
   route();

@@ -11,6 +11,7 @@ import pathlib
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -69,7 +70,8 @@ class Page:
         self.driver.get(f"{self.base}/ui{fragment}")
 
     def wait(self, condition, timeout=10, what="the page"):
-        return WebDriverWait(self.driver, timeout).until(
+        # The activity page redraws every 2 s: an element found a moment ago may be replaced.
+        return WebDriverWait(self.driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(
             lambda d: condition(d), message=f"timed out waiting for {what}"
         )
 

@@ -166,8 +166,16 @@ def test_the_activity_charts_show_the_calls_just_made(page):
         timeout=15,
         what="the calls chart to count the 3 calls",
     )
-    cells = [td.text for td in page.find_all(f"{row} td")]
+    # Read within a wait: the table is redrawn every 2 s, and a cell read mid-redraw is stale.
+    cells = page.wait(lambda d: [td.text for td in d.find_elements(By.CSS_SELECTOR, f"{row} td")], what="the row's cells")
     assert cells[0] == "length" and int(cells[1]) >= 3 and cells[2] == "0", cells
+    # The charts of one method: `length` alone counts the same 3 calls.
+    Select(page.find("#activity-method")).select_by_value("length")
+    page.wait(
+        lambda d: "(length)" in page.find('figure[data-chart="calls"] h3').text
+        and int(page.find('figure[data-chart="calls"]').get_attribute("data-total") or 0) == 3,
+        what="the calls chart of length alone",
+    )
     assert page.find_all('figure[data-chart="calls"] svg :is(polyline, circle)')
     page.screenshot("activity")
 
