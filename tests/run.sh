@@ -24,6 +24,8 @@ export WASMRPC_PYTHON="$PWD/target/py-venv/bin/python"
 # tests/e2e/{python,js}_guests.rs.
 "$WASMRPC_PYTHON" -m pytest -q -p no:cacheprovider guest-sdk/python/tests examples/python/tests
 node --test guest-sdk/js/test
+# The web console's logic (typed tensors, percentiles from /metrics) without a browser.
+node --test tests/browser/
 # The Python SDK, a debug build, installed into that venv (tests/e2e/python_sdk.rs runs its tests).
 bash python/install.sh
 export WASMRPC_REQUIRE_PYTHON=1
