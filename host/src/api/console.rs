@@ -115,18 +115,15 @@ mod tests {
     #[test]
     fn every_file_the_console_loads_is_served() {
         let referenced = ASSETS.iter().flat_map(|(_, _, body)| {
-            let mut names = Vec::new();
-            for piece in body.split(['"', '\'']) {
-                if let Some(name) = piece
-                    .strip_prefix("/ui/")
-                    .or_else(|| piece.strip_prefix("./"))
-                {
-                    if name.ends_with(".js") || name.ends_with(".css") {
-                        names.push(name.to_owned());
-                    }
-                }
-            }
-            names
+            body.split(['"', '\''])
+                .filter_map(|piece| {
+                    piece
+                        .strip_prefix("/ui/")
+                        .or_else(|| piece.strip_prefix("./"))
+                })
+                .filter(|name| name.ends_with(".js") || name.ends_with(".css"))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
         });
         for name in referenced {
             assert!(
@@ -136,7 +133,9 @@ mod tests {
         }
         let on_disk = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/console"))
             .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_type().unwrap().is_file())
+            .map(|e| e.file_name().into_string().unwrap())
             .filter(|n| !n.starts_with('.') && !n.ends_with(".md"));
         for name in on_disk {
             assert!(serve(&name).is_ok(), "host/console/{name} is not served");
