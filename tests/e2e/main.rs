@@ -27,6 +27,7 @@ mod kserve_binary;
 mod kserve_repository;
 mod large_components;
 mod malformed;
+mod new_project;
 mod no_wasi;
 mod openapi;
 mod python_clients;
