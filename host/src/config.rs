@@ -20,7 +20,8 @@ pub struct ServeSettings {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, env = "WASMRPC_LISTEN")]
     pub listen: Option<SocketAddr>,
-    /// Directory of the embedded store (components and registrations).
+    /// Directory of the embedded store (components and registrations) [default:
+    /// $XDG_DATA_HOME/wasmrpc, else ~/.local/share/wasmrpc, else ./wasmrpc-data].
     #[arg(long, env = "WASMRPC_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
     /// Deadline of a call that asks for none, in milliseconds.

@@ -131,6 +131,14 @@ impl Metrics {
         }
     }
 
+    /// Forget the statistics of one version of a method (that version was unregistered).
+    pub fn forget_version(&self, tenant: &str, method: &str, version: u32) {
+        let mut methods = self.methods.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(stats) = methods.get_mut(tenant).and_then(|m| m.get_mut(method)) {
+            stats.versions.remove(&version);
+        }
+    }
+
     /// Count one request from a client that named itself (`x-wasmrpc-client`).
     pub fn record_client(&self, name: &str) {
         let valid = !name.is_empty()
@@ -171,13 +179,25 @@ impl Metrics {
 
     /// Everything, in the Prometheus text exposition format.
     pub fn render(&self) -> String {
+        self.render_scoped(None)
+    }
+
+    /// What `tenant` may see: the series labelled with it alone, none of the process-wide ones
+    /// (which clients call, how many compiles) that would tell of other tenants' activity.
+    pub fn render_for_tenant(&self, tenant: &str) -> String {
+        self.render_scoped(Some(tenant))
+    }
+
+    fn render_scoped(&self, only: Option<&str>) -> String {
         let mut out = String::new();
+        let shown = |tenant: &str| only.is_none_or(|t| t == tenant);
         let methods = self.methods.lock().unwrap_or_else(|e| e.into_inner());
         out.push_str("# HELP wasmrpc_calls_total Method calls by result code.\n");
         out.push_str("# TYPE wasmrpc_calls_total counter\n");
         let all = || {
             methods
                 .iter()
+                .filter(|(t, _)| shown(t))
                 .flat_map(|(t, ms)| ms.iter().map(move |(m, s)| (t, m, s)))
         };
         for (tenant, method, stats) in all() {
@@ -221,7 +241,7 @@ impl Metrics {
         let registrations = self.registrations.lock().unwrap_or_else(|e| e.into_inner());
         out.push_str("# HELP wasmrpc_registrations_total Components registered since start.\n");
         out.push_str("# TYPE wasmrpc_registrations_total counter\n");
-        for (tenant, n) in registrations.iter() {
+        for (tenant, n) in registrations.iter().filter(|(t, _)| shown(t)) {
             let _ = writeln!(
                 out,
                 "wasmrpc_registrations_total{{tenant=\"{}\"}} {n}",
@@ -229,6 +249,9 @@ impl Metrics {
             );
         }
         drop(registrations);
+        if only.is_some() {
+            return out;
+        }
         let clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
         out.push_str("# HELP wasmrpc_client_requests_total Requests by the name clients give in x-wasmrpc-client.\n");
         out.push_str("# TYPE wasmrpc_client_requests_total counter\n");
@@ -278,6 +301,30 @@ mod tests {
         assert!(text.contains(r#"method="add",le="0.0001"} 1"#));
         assert!(text.contains(r#"method="add",le="+Inf"} 2"#));
         assert_eq!(m.calls("t", "add"), 2);
+    }
+
+    #[test]
+    fn a_tenant_sees_only_its_own_series() {
+        let m = Metrics::default();
+        m.record_call("a", "mine", 1, None, Duration::from_micros(50));
+        m.record_call("b", "theirs", 1, None, Duration::from_micros(50));
+        m.record_registration("b");
+        m.record_client("someone");
+        let text = m.render_for_tenant("a");
+        assert!(text.contains(r#"wasmrpc_calls_total{tenant="a",method="mine",code="OK"} 1"#));
+        assert!(text.contains(r#"tenant="a",method="mine",le="+Inf"} 1"#));
+        for hidden in [
+            "theirs",
+            r#"tenant="b""#,
+            "someone",
+            "wasmrpc_compiles_total ",
+        ] {
+            assert!(
+                !text.contains(hidden),
+                "{hidden} shown to tenant a:\n{text}"
+            );
+        }
+        assert!(m.render().contains("theirs"));
     }
 
     #[test]

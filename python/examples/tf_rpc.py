@@ -3,11 +3,16 @@ process serves the add example's `add` as `addition`, and a client calls it thre
 
     python python/examples/tf_rpc.py [PATH/TO/example_add.wasm]
 
-The component defaults to target/guests/wasm32-wasip2/guest/example_add.wasm, which
-`bash examples/serve.sh` builds (or `cargo build --profile guest --target wasm32-wasip2
--p example-add --target-dir target/guests`). python/tests/test_examples.py runs this script.
+Without a path it uses the add example as `bash examples/serve.sh` builds it
+(target/guests/wasm32-unknown-unknown/guest/example_add.component.wasm), or the `wasm32-wasip2`
+build the tests make (target/guests/wasm32-wasip2/guest/example_add.wasm); with neither there, it
+builds the first once, saying so (about a minute). Run it from the repository's root.
+python/tests/test_examples.py runs this script.
 """
 
+import os
+import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -15,7 +20,34 @@ import numpy as np
 import wasmrpc
 from wasmrpc import rpc
 
-component = sys.argv[1] if len(sys.argv) > 1 else "target/guests/wasm32-wasip2/guest/example_add.wasm"
+BUILT_BY_SERVE_SH = "target/guests/wasm32-unknown-unknown/guest/example_add.component.wasm"
+BUILT_BY_TESTS = "target/guests/wasm32-wasip2/guest/example_add.wasm"
+
+
+def add_component():
+    """The add example's component: given, found, or built now."""
+    if len(sys.argv) > 1:
+        return sys.argv[1]
+    for path in (BUILT_BY_SERVE_SH, BUILT_BY_TESTS):
+        if os.path.exists(path):
+            return path
+    if not os.path.exists("examples/add/Cargo.toml"):
+        sys.exit("run this from the repository's root, or give the component's path")
+    steps = [
+        ["rustup", "target", "add", "wasm32-wasip2"],
+        ["cargo", "build", "--profile", "guest", "--target", "wasm32-wasip2", "-p", "example-add",
+         "--target-dir", "target/guests"],
+    ]
+    print("building the add example once (about a minute):", file=sys.stderr)
+    for step in steps:
+        print("  " + " ".join(step), file=sys.stderr)
+        if shutil.which(step[0]) is None:
+            sys.exit(f"{step[0]} is not installed: install the Rust toolchain (https://rustup.rs)")
+        subprocess.run(step, check=True)
+    return BUILT_BY_TESTS
+
+
+component = add_component()
 
 server = rpc.Server.create("grpc", "localhost:0")
 server.register("addition", component, export="add")

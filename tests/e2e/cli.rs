@@ -39,6 +39,23 @@ fn deploy_list_call_and_delete_from_the_command_line() {
     );
     assert!(ok, "{err}");
     assert_eq!(out.trim(), "output: float32[2, 2] [[1, 2], [3, 4]]");
+    // `--json`: the outputs as a JSON list of tensors, as the README says.
+    let (ok, out, err) = wasmrpc(
+        &server,
+        &["call", "matmul", "float32:[[1]]", "float32:[[2]]", "--json"],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(out.trim()).unwrap(),
+        serde_json::json!([{"dtype": "float32", "shape": [1, 1], "data": [2.0]}])
+    );
+    let readme =
+        std::fs::read_to_string(crate::support::guests::workspace_root().join("README.md"))
+            .unwrap();
+    assert!(
+        readme.contains("`--json` prints the outputs as a JSON list of tensors"),
+        "README.md says what `call --json` prints"
+    );
 
     let (ok, _, err) = wasmrpc(&server, &["call", "matmul", "int32:[1]", "int32:[1]"]);
     assert!(!ok);
@@ -123,4 +140,12 @@ fn the_serve_help_in_the_operations_guide_is_the_binarys() {
         help.trim_end(),
         "docs/operations.md's `serve --help` is out of date: paste the binary's"
     );
+}
+
+/// `serve --help` says where the data goes when `--data-dir` is not given.
+#[test]
+fn serve_help_names_the_default_data_directory() {
+    let (ok, out, err) = run_wasmrpc(&["serve", "--help"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("~/.local/share/wasmrpc"), "{out}");
 }

@@ -901,7 +901,7 @@ async fn registrations_at_the_same_moment_on_two_workers_cannot_both_pass_a_quot
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
         }
-        a.delete(&tenant, &passed).await.unwrap();
+        a.delete(&tenant, &passed, None).await.unwrap();
         let started = Instant::now();
         while !b.index().list(&tenant).is_empty() {
             assert!(
@@ -958,13 +958,13 @@ async fn blobs_no_registration_uses_are_swept_and_used_ones_stay() {
     );
 
     // Alice's `x` goes: bob's `y` still uses the same bytes.
-    a.delete(&alice, "x").await.unwrap();
+    a.delete(&alice, "x", None).await.unwrap();
     caught_up(&b, 2).await;
     assert_eq!(b.sweep_blobs(Duration::ZERO).await.unwrap(), 0);
     assert_eq!(*a.blob(x).await.unwrap(), *shared);
 
     // Bob's `y` goes too: the blob is swept, through the other worker.
-    a.delete(&bob, "y").await.unwrap();
+    a.delete(&bob, "y", None).await.unwrap();
     caught_up(&b, 1).await;
     assert_eq!(b.sweep_blobs(Duration::ZERO).await.unwrap(), 1);
     let gone = a.blob(x).await.unwrap_err();
@@ -979,12 +979,21 @@ async fn blobs_no_registration_uses_are_swept_and_used_ones_stay() {
     );
 
     // Within the grace period an unused blob stays; registering swept bytes stores them again.
-    a.delete(&alice, "z").await.unwrap();
+    a.delete(&alice, "z", None).await.unwrap();
     caught_up(&b, 0).await;
     assert_eq!(b.sweep_blobs(Duration::from_secs(600)).await.unwrap(), 0);
     assert_eq!(*a.blob(z).await.unwrap(), *own);
     b.register(new(&alice, "x"), shared.clone()).await.unwrap();
     assert_eq!(*a.blob(x).await.unwrap(), *shared);
+
+    // One version of a name goes; the other stays, on both workers.
+    b.register(new(&alice, "x"), own.clone()).await.unwrap();
+    caught_up(&a, 2).await;
+    let removed = a.delete(&alice, "x", Some(1)).await.unwrap();
+    assert_eq!(removed.iter().map(|r| r.version).collect::<Vec<_>>(), [1]);
+    caught_up(&b, 1).await;
+    assert_eq!(b.versions(&alice, "x"), [2]);
+    assert_eq!(*b.blob(z).await.unwrap(), *own, "version 2 keeps its bytes");
 }
 
 #[test]

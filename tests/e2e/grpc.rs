@@ -1122,3 +1122,57 @@ async fn the_tls_main_port_serves_grpc_too() {
         .unwrap();
     assert_eq!(meta.into_inner().name, "wasmrpc");
 }
+
+/// A body that sends one frame, then never ends: a client that promised a large message.
+struct Endless {
+    sent: bool,
+}
+
+impl http_body::Body for Endless {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        if self.sent {
+            return std::task::Poll::Pending;
+        }
+        self.sent = true;
+        // A frame header announcing a 100 MB message, and none of it.
+        let mut header = vec![0u8];
+        header.extend_from_slice(&100_000_000u32.to_be_bytes());
+        std::task::Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from(header)))))
+    }
+}
+
+#[tokio::test]
+async fn a_refused_key_is_answered_before_the_message_is_read() {
+    let keyed = Keyed::start();
+    let http = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .http2_only(true)
+        .build_http::<Endless>();
+    for key in [None, Some("Bearer wrpc_not_a_key")] {
+        let mut request = http::Request::post(format!(
+            "{}/inference.GRPCInferenceService/ModelInfer",
+            keyed.server.url
+        ))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+        if let Some(key) = key {
+            request = request.header("authorization", key);
+        }
+        let request = request.body(Endless { sent: false }).unwrap();
+        let answer = tokio::time::timeout(Duration::from_secs(5), http.request(request))
+            .await
+            .expect("answered at once, with the message still unsent")
+            .unwrap();
+        assert_eq!(
+            answer.headers().get("grpc-status").map(|v| v.as_bytes()),
+            Some(&b"16"[..]),
+            "{key:?}: {:?}",
+            answer.headers()
+        );
+    }
+}

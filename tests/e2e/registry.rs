@@ -68,6 +68,69 @@ fn deleting_removes_every_version() {
 }
 
 #[test]
+fn deleting_one_version_keeps_the_others_callable_and_survives_a_restart() {
+    let mut server = TestServer::start(&[]);
+    let http = server.http();
+    register(&http, "plus", "example-add", Some("add"));
+    register(&http, "plus", "example-add", Some("add_int64"));
+    register(&http, "plus", "example-add", Some("add"));
+    let r = http.delete("/v1/methods/plus?version=2");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["deleted_versions"], json!([2]));
+    assert_eq!(
+        http.get("/v1/methods/plus").json()["versions"],
+        json!([1, 3])
+    );
+    let gone = http.post_json(
+        "/v1/methods/plus/call?version=2",
+        &json!({ "args": add_args() }),
+    );
+    assert_eq!(gone.code(), "NOT_FOUND");
+    assert!(
+        gone.message().contains("no version 2"),
+        "{}",
+        gone.message()
+    );
+    // A version that is not there: the same NOT_FOUND, and nothing else removed.
+    let r = http.delete("/v1/methods/plus?version=2");
+    assert_eq!(r.code(), "NOT_FOUND");
+    assert!(r.message().contains("no version 2"), "{}", r.message());
+    assert_eq!(
+        http.delete("/v1/methods/plus?version=zero").code(),
+        "INVALID_ARGUMENT"
+    );
+    assert_eq!(
+        http.delete("/v1/methods/nothing?version=1").code(),
+        "NOT_FOUND"
+    );
+    for pinned in [1, 3] {
+        let r = http.post_json(
+            &format!("/v1/methods/plus/call?version={pinned}"),
+            &json!({ "args": add_args() }),
+        );
+        assert_eq!(outputs(&r)[0], tensor("int32", &[1], json!([5])));
+    }
+
+    server.kill9_and_restart();
+    let http = server.http();
+    assert_eq!(
+        http.get("/v1/methods/plus").json()["versions"],
+        json!([1, 3])
+    );
+    // The last version left takes the name with it.
+    assert_eq!(
+        http.delete("/v1/methods/plus?version=1").json()["deleted_versions"],
+        json!([1])
+    );
+    assert_eq!(
+        http.delete("/v1/methods/plus?version=3").json()["deleted_versions"],
+        json!([3])
+    );
+    assert_eq!(http.get("/v1/methods/plus").code(), "NOT_FOUND");
+    assert_eq!(http.get("/v1/methods").json()["methods"], json!([]));
+}
+
+#[test]
 fn methods_survive_a_restart_and_a_kill_9() {
     let mut server = TestServer::start(&[]);
     let http = server.http();

@@ -34,6 +34,11 @@ impl Keyed {
         }
     }
 
+    /// The file the server wrote its admin key to.
+    pub(crate) fn admin_key_file(&self) -> &std::path::Path {
+        &self.admin_key_file
+    }
+
     /// Create a tenant; its HTTP client (with its key) and the answer.
     pub(crate) fn tenant(&self, name: &str) -> (Http, Value) {
         let r = self
@@ -416,7 +421,7 @@ fn deadline_and_memory_quotas_bound_each_call() {
 }
 
 #[test]
-fn metrics_take_the_admin_key_and_deleting_a_tenant_takes_its_methods() {
+fn metrics_show_a_tenant_only_its_own_series_and_deleting_a_tenant_takes_its_methods() {
     let keyed = Keyed::start(&[]);
     let (a, _) = keyed.tenant("team-a");
     let (b, _) = keyed.tenant("team-b");
@@ -429,9 +434,19 @@ fn metrics_take_the_admin_key_and_deleting_a_tenant_takes_its_methods() {
         201
     );
     assert_eq!(a.call("private_name", add_args(), 0).status, 200);
+    assert_eq!(b.call("shared", add_args(), 0).status, 200);
+    // A tenant's key sees its own methods' series, nothing of another tenant's.
     let r = b.get("/metrics");
-    assert_eq!(r.status, 403);
-    assert!(!String::from_utf8_lossy(&r.body).contains("private_name"));
+    assert_eq!(r.status, 200);
+    let own = String::from_utf8_lossy(&r.body);
+    assert!(
+        own.contains(r#"wasmrpc_calls_total{tenant="team-b",method="shared",code="OK"} 1"#),
+        "{own}"
+    );
+    assert!(
+        !own.contains("private_name") && !own.contains("team-a"),
+        "{own}"
+    );
     let metrics = keyed.admin.get("/metrics");
     assert_eq!(metrics.status, 200);
     assert!(

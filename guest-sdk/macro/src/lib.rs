@@ -11,6 +11,12 @@
 //! export names are not valid native symbols). The component is a hidden struct,
 //! `__WasmrpcComponent`, so native tests can call its `signatures()` and `call()`.
 
+/// The one rule for method names: the very file the server and the clients compile
+/// (`proto/src/names.rs`), included by path so that the macro needs no crate of the workspace and
+/// `wasmrpc new` can vendor the SDK as it is (the same relative layout).
+#[path = "../../../proto/src/names.rs"]
+mod names;
+
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
@@ -412,10 +418,10 @@ fn expand_method(
         .collect();
 
     let mut method_name = func.sig.ident.unraw().to_string();
-    if wasmrpc_proto::names::is_valid_name(&method_name) {
+    if names::is_valid_name(&method_name) {
         // Checked again below only if `name = "..."` replaces it.
     } else if !options.iter().any(|o| o.key == "name") {
-        let why = wasmrpc_proto::names::check_name(&method_name).unwrap_err();
+        let why = names::check_name(&method_name).unwrap_err();
         return Err(syn::Error::new_spanned(
             &func.sig.ident,
             format!("{why}; rename the function or give `name = \"...\"`"),
@@ -435,7 +441,7 @@ fn expand_method(
         match (key.as_str(), option.value) {
             ("name", Value::Str(lit)) => {
                 method_name = lit.value();
-                if let Err(why) = wasmrpc_proto::names::check_name(&method_name) {
+                if let Err(why) = names::check_name(&method_name) {
                     return Err(syn::Error::new_spanned(lit, why));
                 }
             }

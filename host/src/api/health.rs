@@ -31,31 +31,34 @@ pub async fn readyz(State(state): State<AppState>) -> Result<impl IntoResponse, 
     }
 }
 
-/// `GET /metrics`: Prometheus text format. With keys configured it names every tenant's methods,
-/// so it takes the admin key (or is served on `--metrics-listen`).
+/// `GET /metrics`: Prometheus text format. Without keys configured, and with the admin key,
+/// every series; with a tenant's key, that tenant's own series only (its methods' calls and
+/// latencies, its registrations), so a tenant can watch its own methods, and the web console
+/// can draw them, without seeing anyone else's.
 pub async fn metrics(
     State(state): State<AppState>,
     principal: Option<axum::Extension<Principal>>,
-) -> Result<Response, ApiError> {
-    if state.access.directory().is_some() && !matches!(principal.as_deref(), Some(Principal::Admin))
-    {
-        return Err(ApiError::new(
-            Code::PermissionDenied,
-            "/metrics shows every tenant's methods: it takes the admin key (or serve it on its own \
-             address with --metrics-listen)",
-        ));
+) -> Response {
+    match principal.as_deref() {
+        Some(Principal::Tenant(tenant)) if state.access.directory().is_some() => {
+            text_response(state.service.metrics().render_for_tenant(tenant.as_str()))
+        }
+        _ => metrics_text(&state.service),
     }
-    Ok(metrics_text(&state.service))
 }
 
 /// The metrics as a Prometheus text response.
 pub fn metrics_text(service: &Service) -> Response {
+    text_response(service.metrics().render())
+}
+
+fn text_response(text: String) -> Response {
     (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        service.metrics().render(),
+        text,
     )
         .into_response()
 }

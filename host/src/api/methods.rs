@@ -89,13 +89,17 @@ pub async fn describe(
     Ok(Json(info).into_response())
 }
 
-/// `DELETE /v1/methods/{name}`: unregister every version.
+/// `DELETE /v1/methods/{name}[?version=N]`: unregister every version, or only version N.
 pub async fn delete(
     State(state): State<AppState>,
     Tenant(caller): Tenant,
     MethodName(name): MethodName,
+    ApiQuery(query): ApiQuery<VersionQuery>,
 ) -> Result<Response, ApiError> {
-    let deleted_versions = state.service.delete(&caller.tenant, &name).await?;
+    let deleted_versions = state
+        .service
+        .delete(&caller.tenant, &name, query.version)
+        .await?;
     Ok(Json(DeleteResponse {
         deleted_versions,
         name,

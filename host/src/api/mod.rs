@@ -6,6 +6,7 @@ pub(crate) mod auth;
 pub(crate) mod body;
 mod browsers;
 mod cluster;
+mod console;
 pub(crate) mod context;
 pub mod error;
 mod health;
@@ -174,6 +175,7 @@ fn routes(state: &AppState) -> Routes {
         .get("/healthz", health::healthz)
         .get("/readyz", health::readyz)
         .get("/openapi.json", openapi::document)
+        .merge(console::routes())
 }
 
 /// The router of `--metrics-listen`: `/metrics` alone, open to whoever reaches that address (bind

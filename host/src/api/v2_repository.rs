@@ -188,7 +188,7 @@ pub async fn load_model(
 /// # Errors
 /// NOT_FOUND when there is no such model; a store failure.
 pub async fn unload_model(state: &AppState, caller: &Caller, name: &str) -> Result<(), ApiError> {
-    state.service.delete(&caller.tenant, name).await?;
+    state.service.delete(&caller.tenant, name, None).await?;
     Ok(())
 }
 

@@ -42,6 +42,33 @@ pub const JS_SDK: &[File] = files!("guest-sdk/js/src":
     "shapes.js",
 );
 
+/// The Rust guest SDK and the files it includes by path, written by `wasmrpc new` under the
+/// project's `wasmrpc/` in this repository's own layout, so that the relative paths inside
+/// (`wit_bindgen::generate!`'s `../wit`, the macro's `#[path]` to `proto/src/names.rs`) hold as
+/// they are. Their manifests are made by `new.rs` from the ones below.
+pub const RUST_SDK: &[File] = files!(".":
+    "guest-sdk/src/__private.rs",
+    "guest-sdk/src/dtype.rs",
+    "guest-sdk/src/elements.rs",
+    "guest-sdk/src/error.rs",
+    "guest-sdk/src/heap.rs",
+    "guest-sdk/src/lib.rs",
+    "guest-sdk/src/log.rs",
+    "guest-sdk/src/tensor.rs",
+    "guest-sdk/macro/src/lib.rs",
+    "proto/src/names.rs",
+    "wit/tensor.wit",
+    "wit/panic/report.wit",
+);
+
+/// The manifests of the Rust SDK's two crates, and the workspace's, whose inherited settings
+/// `new.rs` writes into them.
+pub const RUST_SDK_MANIFEST: &str = include_str!("../../../guest-sdk/Cargo.toml");
+/// The guest macro crate's manifest.
+pub const RUST_MACRO_MANIFEST: &str = include_str!("../../../guest-sdk/macro/Cargo.toml");
+/// The workspace's manifest.
+pub const WORKSPACE_MANIFEST: &str = include_str!("../../../Cargo.toml");
+
 /// Write `files` under `dir`, making directories as needed.
 ///
 /// # Errors
@@ -106,6 +133,27 @@ mod tests {
     fn every_js_sdk_source_is_embedded() {
         let dir = repo("guest-sdk/js/src");
         assert_eq!(embedded(JS_SDK), on_disk(&dir, &[".js", ".mjs", ".ts"]));
+    }
+
+    #[test]
+    fn every_rust_sdk_source_and_wit_file_is_vendored() {
+        let mut expected: Vec<String> = on_disk(&repo("guest-sdk/src"), &[".rs"])
+            .into_iter()
+            .map(|f| format!("guest-sdk/src/{f}"))
+            .chain(
+                on_disk(&repo("guest-sdk/macro/src"), &[".rs"])
+                    .into_iter()
+                    .map(|f| format!("guest-sdk/macro/src/{f}")),
+            )
+            .chain(
+                on_disk(&repo("wit"), &[".wit"])
+                    .into_iter()
+                    .map(|f| format!("wit/{f}")),
+            )
+            .chain(["proto/src/names.rs".to_owned()])
+            .collect();
+        expected.sort();
+        assert_eq!(embedded(RUST_SDK), expected);
     }
 
     #[test]

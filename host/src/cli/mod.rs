@@ -1,6 +1,6 @@
 //! The `wasmrpc` command line: `serve`, the client commands `deploy`, `list`, `call`, `delete`,
-//! which use the client SDK, the admin's `tenant` commands, and `build` for guest crates and
-//! Python and JavaScript sources.
+//! which use the client SDK, the admin's `tenant` commands, `new` for a function's project, and
+//! `build` for guest crates and Python and JavaScript sources.
 
 mod args;
 mod build;
@@ -9,6 +9,7 @@ mod build_python;
 mod build_rust;
 mod client_cmds;
 mod embedded;
+mod new;
 mod open_files;
 pub mod output;
 mod serve;
@@ -123,6 +124,24 @@ enum Command {
         #[command(subcommand)]
         command: tenant_cmds::TenantCommand,
     },
+    /// Start a function: a new directory NAME with one documented example function (`scale`)
+    /// and its test, the manifest, the build settings and a README of three commands. It builds
+    /// with `wasmrpc build` and deploys with `wasmrpc deploy NAME` as it stands.
+    #[command(
+        after_help = "Examples:\n  wasmrpc new scale\n  wasmrpc new scale-py --lang python\n  \
+                      wasmrpc new scale-js --lang js --dir ~/work"
+    )]
+    New {
+        /// The project's name: its directory, its package, and the method name its README
+        /// deploys under.
+        name: String,
+        /// The language of the function.
+        #[arg(long, value_enum, default_value_t = new::Lang::Rust)]
+        lang: new::Lang,
+        /// Where to make the directory NAME (default: here).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Build a component from a Python or JavaScript/TypeScript source, or from a Rust guest
     /// crate. FILE's name says which: `app.py` is built with componentize-py, `app.js`,
     /// `app.mjs` and `app.ts` with esbuild and componentize-js, each found or installed (pinned
@@ -190,6 +209,9 @@ pub fn main() -> ExitCode {
         } => client_cmds::call(&server, &name, &args, timeout_ms, version, json),
         Command::Delete { name, server } => client_cmds::delete(&server, &name),
         Command::Tenant { command } => tenant_cmds::run(&command),
+        Command::New { name, lang, dir } => {
+            new::run(&name, lang, &dir.unwrap_or_else(new::default_parent))
+        }
         Command::Build {
             output,
             toolchains,

@@ -592,6 +592,7 @@ impl Registry for NatsRegistry {
         &self,
         tenant: &TenantId,
         name: &str,
+        version: Option<u32>,
     ) -> Result<Vec<Arc<Registration>>, RegistryError> {
         let _guard = self.write_lock.lock().await;
         let removed: Vec<Arc<Registration>> = self
@@ -599,7 +600,10 @@ impl Registry for NatsRegistry {
             .list(tenant)
             .into_iter()
             .find(|versions| versions.first().is_some_and(|r| r.name == name))
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| version.is_none_or(|v| r.version == v))
+            .collect();
         for (i, r) in removed.iter().enumerate() {
             // Versions are removed one by one: an error says which went before it.
             let before = (i > 0).then(|| {

@@ -126,33 +126,24 @@ async fn admit(
 ) -> Result<(Parts, Bytes, Gated), ApiError> {
     let principal = principal_of(state, req.headers())?;
     let caller = caller_of(state, &principal)?;
-    let (limit, too_large) = match rpc {
-        Rpc::Infer => {
-            let limit = state.limits.max_request_bytes;
-            (
-                limit,
-                format!(
-                    "the ModelInfer request is over the server's limit of {limit} bytes \
-                     (--max-request-bytes)"
-                ),
-            )
-        }
-        Rpc::Load => {
-            let component = state.service.component_limit(&caller.quota);
-            let limit = component.bytes.saturating_add(LOAD_BODY_SLACK);
-            (
-                limit,
-                format!(
-                    "{}: the load request may be {limit} bytes, the component and \
-                     {LOAD_BODY_SLACK} bytes besides",
-                    component.refusal()
-                ),
-            )
-        }
-        Rpc::Open | Rpc::Control => (
-            MAX_CONTROL_BODY,
-            format!("the request is over the limit of {MAX_CONTROL_BODY} bytes"),
+    let component = (rpc == Rpc::Load).then(|| state.service.component_limit(&caller.quota));
+    let limit = match (rpc, &component) {
+        (Rpc::Infer, _) => state.limits.max_request_bytes,
+        (Rpc::Load, Some(component)) => component.bytes.saturating_add(LOAD_BODY_SLACK),
+        _ => MAX_CONTROL_BODY,
+    };
+    // Worded only when needed: most requests are within their limit.
+    let too_large = || match (rpc, &component) {
+        (Rpc::Infer, _) => format!(
+            "the ModelInfer request is over the server's limit of {limit} bytes \
+             (--max-request-bytes)"
         ),
+        (Rpc::Load, Some(component)) => format!(
+            "{}: the load request may be {limit} bytes, the component and {LOAD_BODY_SLACK} \
+             bytes besides",
+            component.refusal()
+        ),
+        _ => format!("the request is over the limit of {limit} bytes"),
     };
     let (parts, body) = req.into_parts();
     let (bytes, held) = read_budgeted(
@@ -163,7 +154,7 @@ async fn admit(
         limit.saturating_add(FRAME_HEADER),
     )
     .await
-    .map_err(|e| e.with_message_if_too_large(too_large))?;
+    .map_err(|e| e.with_message_if_too_large(too_large()))?;
     let timeout = deadline::grpc_timeout(&parts.headers);
     let gated = Gated {
         caller,

@@ -39,3 +39,37 @@ pub fn response(e: ApiError) -> Response {
         .into_http::<tonic::body::Body>()
         .into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmrpc_proto::Code;
+
+    #[test]
+    fn every_canonical_code_is_the_grpc_code_of_its_number_with_its_message() {
+        for code in Code::ALL {
+            let status = tonic::Status::from(ApiError::new(code, "the client's own words"));
+            assert_eq!(status.code() as i32, i32::from(code.number()), "{code:?}");
+            assert_eq!(format!("{:?}", status.code()).to_lowercase(), {
+                let name = code.as_str().replace('_', "");
+                name.to_lowercase()
+            });
+            assert_eq!(status.message(), "the client's own words");
+        }
+    }
+
+    #[test]
+    fn an_internal_failure_says_only_its_request_id() {
+        let status = tonic::Status::from(ApiError::internal("redb: /var/lib/wasmrpc is corrupt"));
+        assert_eq!(status.code(), tonic::Code::Internal);
+        let id = status
+            .metadata()
+            .get(wasmrpc_proto::headers::REQUEST_ID)
+            .expect("a request id")
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(status.message().contains(&id), "{}", status.message());
+        assert!(!status.message().contains("redb"), "{}", status.message());
+    }
+}

@@ -144,7 +144,7 @@ impl LocalRegistry {
         tenant: &TenantId,
         name: &str,
     ) -> Result<Vec<Arc<Registration>>, RegistryError> {
-        self.inner.delete(tenant, name)
+        self.inner.delete(tenant, name, None)
     }
 
     /// The component's bytes, verified against `digest`. Blocks on disk.
@@ -304,6 +304,7 @@ impl Store {
         &self,
         tenant_id: &TenantId,
         name: &str,
+        version: Option<u32>,
     ) -> Result<Vec<Arc<Registration>>, RegistryError> {
         let tenant = tenant_id.as_str();
         let _guard = self.lock();
@@ -311,7 +312,11 @@ impl Store {
         let (removed, unreferenced) = {
             let mut table = txn.open_table(REGISTRATIONS).map_err(db_err)?;
             let mut removed = Vec::new();
-            for entry in table.range(versions_of(tenant, name)).map_err(db_err)? {
+            let range = match version {
+                None => versions_of(tenant, name),
+                Some(v) => (tenant, name, v)..=(tenant, name, v),
+            };
+            for entry in table.range(range).map_err(db_err)? {
                 let (_, value) = entry.map_err(db_err)?;
                 removed.push(record::decode(value.value())?);
             }
@@ -333,7 +338,10 @@ impl Store {
             return Ok(removed);
         }
         txn.commit().map_err(db_err)?;
-        self.index_mut().remove(tenant_id, name);
+        match version {
+            None => self.index_mut().remove(tenant_id, name),
+            Some(v) => self.index_mut().remove_version(tenant_id, name, v),
+        }
 
         // Still under the lock, so no `register` can commit a new reference to these meanwhile.
         // The metadata is already gone: a blob that cannot be removed now is only an orphan,
@@ -393,9 +401,10 @@ impl Registry for LocalRegistry {
         &self,
         tenant: &TenantId,
         name: &str,
+        version: Option<u32>,
     ) -> Result<Vec<Arc<Registration>>, RegistryError> {
         let (tenant, name) = (tenant.clone(), name.to_owned());
-        self.off_thread(move |store| store.delete(&tenant, &name))
+        self.off_thread(move |store| store.delete(&tenant, &name, version))
             .await
     }
 

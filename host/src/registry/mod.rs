@@ -190,8 +190,9 @@ pub trait Registry: Send + Sync + 'static {
         component: Arc<Vec<u8>>,
     ) -> Result<Arc<Registration>, RegistryError>;
 
-    /// Remove every version of a name; returns what was removed (empty if nothing was registered).
-    /// Blobs no other registration uses are deleted.
+    /// Remove every version of a name, or only `version`; returns what was removed (empty if
+    /// nothing matched). Blobs no other registration uses are deleted. The next registration of
+    /// the name is numbered one past the newest version left (1 when none is).
     ///
     /// # Errors
     /// Storage or database failure.
@@ -199,6 +200,7 @@ pub trait Registry: Send + Sync + 'static {
         &self,
         tenant: &TenantId,
         name: &str,
+        version: Option<u32>,
     ) -> Result<Vec<Arc<Registration>>, RegistryError>;
 
     /// The component's bytes, verified against `digest`.

@@ -396,16 +396,34 @@ impl Service {
         }
     }
 
-    /// Unregister every version of `name`; returns the versions removed.
+    /// Unregister every version of `name`, or only `version`; returns the versions removed.
     ///
     /// # Errors
-    /// NOT_FOUND when the name is not registered; a store failure.
-    pub async fn delete(&self, tenant: &TenantId, name: &str) -> Result<Vec<u32>, ServiceError> {
-        let removed = self.registry.delete(tenant, name).await?;
-        if removed.is_empty() {
-            return Err(ServiceError::NotFound(name.to_owned()));
+    /// NOT_FOUND when the name (or that version of it) is not registered; a store failure.
+    pub async fn delete(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        version: Option<u32>,
+    ) -> Result<Vec<u32>, ServiceError> {
+        if let Some(v) = version {
+            // The same NOT_FOUND a call of a missing version gets.
+            self.lookup(tenant, name, Some(v))?;
         }
-        self.metrics.forget_versions(tenant.as_str(), name);
+        let removed = self.registry.delete(tenant, name, version).await?;
+        if removed.is_empty() {
+            return Err(match version {
+                None => ServiceError::NotFound(name.to_owned()),
+                Some(version) => ServiceError::NoSuchVersion {
+                    name: name.to_owned(),
+                    version,
+                },
+            });
+        }
+        match version {
+            None => self.metrics.forget_versions(tenant.as_str(), name),
+            Some(v) => self.metrics.forget_version(tenant.as_str(), name, v),
+        }
         // Forget compiled components nothing refers to any more.
         for r in &removed {
             if !self.registry.uses(&r.digest) {
@@ -431,7 +449,7 @@ impl Service {
             .filter_map(|versions| versions.first().map(|r| r.name.clone()))
             .collect();
         for name in &names {
-            match self.delete(tenant, name).await {
+            match self.delete(tenant, name, None).await {
                 Ok(_) | Err(ServiceError::NotFound(_)) => {}
                 Err(e) => return Err(e),
             }
