@@ -116,13 +116,6 @@ def test_a_16_mib_float32_tensor_round_trips(kserve_grpc):
     assert_same(got, a + b)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=grpc.RpcError,
-    reason="server: KServe's model name arrives in Triton's `repository_name` (field 1) and is "
-    "refused as an unknown repository; taking it as the model's name when `model_name` is "
-    "empty would serve both numberings",
-)
 def test_repository_load_and_unload_through_kserves_stub(kserve_grpc, url, add_wasm):
     # KServe's RepositoryModelLoadRequest has only a model name, in field 1 (Triton's
     # `repository_name`; its `model_name` is field 2), and no parameters, so no component: the

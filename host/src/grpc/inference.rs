@@ -163,13 +163,13 @@ impl GrpcInferenceService for Inference {
         // Held until the component is registered, as over HTTP.
         let _held = gated.take_held();
         let m = request.into_inner();
-        check_repository(&m.repository_name)?;
+        let model = model_named(&m.repository_name, &m.model_name)?;
         let load = load_request(m.parameters).map_err(ApiError::from)?;
         let limit = self.state.service.component_limit(&gated.caller.quota);
         v2_repository::load_model(
             &self.state,
             &gated.caller,
-            &m.model_name,
+            model,
             load,
             &limit,
             "send its component as a `file:` parameter (bytes_param), as tritonclient.grpc's \
@@ -185,8 +185,8 @@ impl GrpcInferenceService for Inference {
     ) -> Answer<pb::RepositoryModelUnloadResponse> {
         let gated = gated(&request)?;
         let m = request.into_inner();
-        check_repository(&m.repository_name)?;
-        v2_repository::unload_model(&self.state, &gated.caller, &m.model_name).await?;
+        let model = model_named(&m.repository_name, &m.model_name)?;
+        v2_repository::unload_model(&self.state, &gated.caller, model).await?;
         Ok(Response::new(pb::RepositoryModelUnloadResponse {}))
     }
 }
@@ -222,6 +222,18 @@ pub async fn infer(
     )
     .await?;
     Ok(infer::encode_response(response))
+}
+
+/// The model a load or unload names. Triton's clients send it in `model_name` (field 2) with
+/// `repository_name` (field 1) empty; KServe's `InferenceGRPCClient` declares those messages with
+/// the model's name in field 1 and nothing in field 2, so a request with only field 1 names the
+/// model in it. Both given: field 1 is a repository, and there is only one.
+fn model_named<'m>(repository_name: &'m str, model_name: &'m str) -> Result<&'m str, ApiError> {
+    if model_name.is_empty() && !repository_name.is_empty() {
+        return Ok(repository_name);
+    }
+    check_repository(repository_name)?;
+    Ok(model_name)
 }
 
 /// A repository name: empty, as there is only one (each tenant's own).
