@@ -9,7 +9,7 @@ use tokio::net::TcpListener;
 
 use crate::accept::serve_connections;
 use crate::admission::BytesBudget;
-use crate::api::{AppState, AppStateParts, largest_load_body, metrics_router, router};
+use crate::api::{AppState, AppStateParts, grpc_router, largest_load_body, metrics_router, router};
 use crate::cluster::Cluster;
 use crate::config::ServerConfig;
 use crate::metrics::Metrics;
@@ -114,14 +114,17 @@ impl App {
     }
 
     fn check_listen(config: &ServerConfig) -> anyhow::Result<()> {
-        if !config.listen.ip().is_loopback() && config.admin_key_file.is_none() {
+        // The gRPC address serves the same methods as the main one: the same rule.
+        let open = std::iter::once(config.listen)
+            .chain(config.grpc_listen)
+            .find(|a| !a.ip().is_loopback());
+        if let (Some(address), None) = (open, &config.admin_key_file) {
             anyhow::bail!(
-                "refusing to listen on {} without authentication: anyone who reaches it could \
-                 upload and run code and see every method. Give --admin-key-file FILE (or \
+                "refusing to listen on {address} without authentication: anyone who reaches it \
+                 could upload and run code and see every method. Give --admin-key-file FILE (or \
                  WASMRPC_ADMIN_KEY_FILE): the server writes a new admin key there if FILE does \
                  not exist, and every request then needs a key (README.md, \"Tenants and keys\"). \
-                 Or listen on a loopback address (e.g. 127.0.0.1:8080).",
-                config.listen
+                 Or listen on a loopback address (e.g. 127.0.0.1:8080)."
             );
         }
         Ok(())
@@ -203,6 +206,24 @@ impl App {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send,
     ) -> std::io::Result<()> {
+        let grpc = match self.config.grpc_listen {
+            Some(address) => Some(TcpListener::bind(address).await?),
+            None => None,
+        };
+        self.serve(listener, grpc, shutdown).await
+    }
+
+    /// [`App::run`] with the `--grpc-listen` listener already bound (`wasmrpc serve` binds it
+    /// first, to print its address).
+    ///
+    /// # Errors
+    /// As [`App::run`].
+    pub async fn serve(
+        &self,
+        listener: TcpListener,
+        grpc: Option<TcpListener>,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> std::io::Result<()> {
         if !self.service.is_ready() {
             let service = self.service.clone();
             tokio::spawn(async move {
@@ -226,7 +247,7 @@ impl App {
             }
             None => None,
         };
-        let app = router(AppState::new(AppStateParts {
+        let state = AppState::new(AppStateParts {
             service: self.service.clone(),
             limits: self.config.http.clone(),
             access: self.access.clone(),
@@ -239,7 +260,21 @@ impl App {
                     .max(largest_load_body(self.config.runtime.max_component_bytes)),
                 self.config.admin_key_file.is_some(),
             ),
-        }));
+        });
+        // The gRPC port stops when the main one does, and drains the same way.
+        let (stopping, stop) = tokio::sync::watch::channel(false);
+        let grpc = grpc.map(|listener| {
+            let mut stop = stop.clone();
+            tokio::spawn(serve_connections(
+                listener,
+                grpc_router(state.clone()),
+                async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                },
+                self.config.serve.clone(),
+            ))
+        });
+        let app = router(state);
         // A worker leaves its cluster when shutdown begins (no new calls come from other workers;
         // those running finish), while HTTP drains its own.
         let leaving = Arc::new(std::sync::Mutex::new(None));
@@ -248,6 +283,7 @@ impl App {
             let drain = self.config.serve.drain_timeout;
             async move {
                 shutdown.await;
+                stopping.send_replace(true);
                 if let Some(cluster) = cluster {
                     let task = tokio::spawn(async move { cluster.leave(drain).await });
                     *leaving
@@ -262,6 +298,9 @@ impl App {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         if let Some(task) = task {
+            let _ = task.await;
+        }
+        if let Some(task) = grpc {
             let _ = task.await;
         }
         if let Some(task) = metrics {

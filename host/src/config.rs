@@ -117,6 +117,12 @@ pub struct ServeSettings {
     /// network); with keys configured, `/metrics` on the main address takes the admin key.
     #[arg(long, env = "WASMRPC_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
+    /// Also serve KServe v2 over gRPC (`inference.GRPCInferenceService`, with gRPC health and
+    /// reflection) on this address, alone, as Triton does on 8001 (e.g. `0.0.0.0:8001`); the
+    /// main address serves it too, to requests with `content-type: application/grpc`. Same keys,
+    /// limits and TLS as the main address. Off by default.
+    #[arg(long, env = "WASMRPC_GRPC_LISTEN")]
+    pub grpc_listen: Option<SocketAddr>,
     /// Default quota: method names one tenant may register (0: no limit).
     #[arg(long, env = "WASMRPC_TENANT_MAX_METHODS")]
     pub tenant_max_methods: Option<u64>,
@@ -217,6 +223,7 @@ impl ServeSettings {
             tls_key,
             admin_key_file,
             metrics_listen,
+            grpc_listen,
             tenant_max_methods,
             tenant_max_stored_bytes,
             tenant_max_concurrent_calls,
@@ -434,6 +441,7 @@ impl ServeSettings {
             serve,
             admin_key_file: self.admin_key_file.clone(),
             metrics_listen: self.metrics_listen,
+            grpc_listen: self.grpc_listen,
             tenant_defaults,
             open_defaults,
             server_limits,
@@ -484,6 +492,8 @@ pub struct ServerConfig {
     pub admin_key_file: Option<PathBuf>,
     /// A second address serving `/metrics` alone.
     pub metrics_listen: Option<SocketAddr>,
+    /// An address serving the gRPC services alone (`--grpc-listen`).
+    pub grpc_listen: Option<SocketAddr>,
     /// The quota of a tenant without settings of its own, when keys are configured.
     pub tenant_defaults: Quota,
     /// The quota of the one implicit tenant when no keys are configured: the same, except that

@@ -22,6 +22,7 @@ mod config;
 mod data_dir;
 mod error;
 mod execute;
+mod grpc;
 mod log_format;
 mod metrics;
 mod redact;

@@ -256,14 +256,34 @@ const BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::n
 
 /// The export a `config` parameter chooses, if any.
 fn config_export(raw: &RawValue) -> Result<Option<String>, RepositoryRequestError> {
+    let text = json_string(raw).ok_or_else(|| RepositoryRequestError::Parameter {
+        name: "config".into(),
+        why: "must be a string holding the model configuration as JSON".into(),
+    })?;
+    export_of_config(&text)
+}
+
+/// The method a load request's `config` parameter (a Triton model configuration as JSON text)
+/// chooses, in its `parameters.export.string_value`, if any: how HTTP and gRPC loads alike pick
+/// one method of a multi-method component.
+///
+/// # Errors
+/// [`RepositoryRequestError::Parameter`] for a `config` that is not a JSON object, or whose
+/// `export` is not `{"string_value": "METHOD"}`.
+///
+/// ```
+/// use wasmrpc_proto::kserve_repository::export_of_config;
+/// let config = r#"{"parameters": {"export": {"string_value": "add"}}}"#;
+/// assert_eq!(export_of_config(config).unwrap().as_deref(), Some("add"));
+/// assert_eq!(export_of_config("{}").unwrap(), None);
+/// assert!(export_of_config("not json").is_err());
+/// ```
+pub fn export_of_config(config: &str) -> Result<Option<String>, RepositoryRequestError> {
     let invalid = |why: String| RepositoryRequestError::Parameter {
         name: "config".into(),
         why,
     };
-    let text = json_string(raw).ok_or_else(|| {
-        invalid("must be a string holding the model configuration as JSON".into())
-    })?;
-    let config: RawConfig = serde_json::from_str(&text)
+    let config: RawConfig = serde_json::from_str(config)
         .map_err(|e| invalid(format!("is not a JSON model configuration object: {e}")))?;
     let Some(export) = config.parameters.and_then(|mut p| p.remove("export")) else {
         return Ok(None);

@@ -19,6 +19,7 @@ mod connections;
 mod console;
 mod embedded;
 mod examples;
+mod grpc;
 mod in_flight;
 mod instantiation;
 mod js_guests;

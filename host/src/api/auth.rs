@@ -19,18 +19,49 @@ use crate::tenancy::{Principal, TenantDirectory};
 /// The middleware on every route but the health checks: refuse a request whose credentials do
 /// not hold, or remember who sent it.
 pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let principal = state
-        .access
-        .authenticate(req.headers().get(AUTHORIZATION).map(|v| v.as_bytes()));
-    match principal {
+    match principal_of(&state, req.headers()) {
         Ok(principal) => {
-            if let Principal::Tenant(tenant) = &principal {
-                super::context::record_tenant(tenant.as_str());
-            }
             req.extensions_mut().insert(principal);
             next.run(req).await
         }
-        Err(e) => ApiError::unauthenticated(&e).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Who the credentials in `headers` (`Authorization: Bearer <key>`, the same header over HTTP
+/// and as gRPC metadata) speak for, noted for the request's log lines.
+///
+/// # Errors
+/// UNAUTHENTICATED (with `WWW-Authenticate: Bearer`) for missing, malformed or unknown
+/// credentials.
+pub fn principal_of(
+    state: &AppState,
+    headers: &axum::http::HeaderMap,
+) -> Result<Principal, ApiError> {
+    let principal = state
+        .access
+        .authenticate(headers.get(AUTHORIZATION).map(|v| v.as_bytes()))
+        .map_err(|e| ApiError::unauthenticated(&e))?;
+    if let Principal::Tenant(tenant) = &principal {
+        super::context::record_tenant(tenant.as_str());
+    }
+    Ok(principal)
+}
+
+/// The tenant `principal` acts for, with its quota: methods and calls need a tenant.
+///
+/// # Errors
+/// PERMISSION_DENIED for the admin key.
+pub fn caller_of(state: &AppState, principal: &Principal) -> Result<Caller, ApiError> {
+    match principal {
+        Principal::Tenant(tenant) => Ok(Caller {
+            quota: state.access.quota(tenant),
+            tenant: tenant.clone(),
+        }),
+        Principal::Admin => Err(ApiError::new(
+            Code::PermissionDenied,
+            "the admin key manages tenants; methods and calls need a tenant's key",
+        )),
     }
 }
 
@@ -52,16 +83,7 @@ impl FromRequestParts<AppState> for Tenant {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        match principal(parts)? {
-            Principal::Tenant(tenant) => Ok(Tenant(Caller {
-                quota: state.access.quota(tenant),
-                tenant: tenant.clone(),
-            })),
-            Principal::Admin => Err(ApiError::new(
-                Code::PermissionDenied,
-                "the admin key manages tenants; methods and calls need a tenant's key",
-            )),
-        }
+        caller_of(state, principal(parts)?).map(Tenant)
     }
 }
 

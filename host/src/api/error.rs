@@ -59,6 +59,15 @@ impl ApiError {
         }
     }
 
+    /// The canonical code the client will read.
+    pub fn code(&self) -> Code {
+        match &*self.kind {
+            Kind::Status(status) => status.code(),
+            Kind::Service(e) => e.code(),
+            Kind::Internal(_) => Code::Internal,
+        }
+    }
+
     /// The server's own failure: INTERNAL, its text logged under a request id, never sent.
     pub fn internal(error: impl std::fmt::Display) -> Self {
         ApiError {
@@ -153,8 +162,26 @@ fn new_request_id() -> String {
     )
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+/// An [`ApiError`] decided: what the client reads, and what goes with it. The one place that
+/// decides it, for HTTP ([`IntoResponse`]) and gRPC (`grpc/status.rs`) alike.
+#[derive(Debug)]
+pub struct Answer {
+    /// The code and the message the client reads.
+    pub status: Status,
+    /// The HTTP status, when not the code's usual one.
+    pub http: Option<StatusCode>,
+    /// The request id a withheld internal error was logged under.
+    pub request_id: Option<String>,
+    /// A header the answer carries (`WWW-Authenticate`, `Retry-After`).
+    pub header: Option<(HeaderName, HeaderValue)>,
+    /// Whether the connection should close after it (HTTP/1.1 only).
+    pub close: bool,
+}
+
+impl ApiError {
+    /// Decide what the client reads, logging what the operator should see (a withheld internal
+    /// error under its request id, the server running out of something, a failed request).
+    pub fn answer(self) -> Answer {
         let mut request_id: Option<String> = None;
         let mut extra_header = self.header;
         let withheld = |text: &dyn std::fmt::Display, request_id: &mut Option<String>| {
@@ -192,17 +219,33 @@ impl IntoResponse for ApiError {
                 }
             }
         };
-        let http = self.http.unwrap_or_else(|| {
-            StatusCode::from_u16(status.code().http_status())
-                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
-        });
-        if http.is_server_error() && status.code() != Code::Unavailable && request_id.is_none() {
+        let server_error = self
+            .http
+            .map_or(status.code().http_status() >= 500, |h| h.is_server_error());
+        if server_error && status.code() != Code::Unavailable && request_id.is_none() {
             tracing::warn!(code = %status.code(), message = %status.message(), "request failed");
         } else {
             tracing::debug!(code = %status.code(), message = %status.message(), "request refused");
         }
-        let mut response = (http, Json(ErrorBody::from(status))).into_response();
-        if self.close {
+        Answer {
+            status,
+            http: self.http,
+            request_id,
+            header: extra_header.map(|h| *h),
+            close: self.close,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let answer = self.answer();
+        let http = answer.http.unwrap_or_else(|| {
+            StatusCode::from_u16(answer.status.code().http_status())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+        });
+        let mut response = (http, Json(ErrorBody::from(answer.status))).into_response();
+        if answer.close {
             // hyper ends an HTTP/1.1 connection after this response; HTTP/2 drops the header
             // (only the stream ends there).
             response.headers_mut().insert(
@@ -210,11 +253,13 @@ impl IntoResponse for ApiError {
                 HeaderValue::from_static("close"),
             );
         }
-        if let Some(id) = request_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
+        if let Some(id) = answer
+            .request_id
+            .and_then(|id| HeaderValue::from_str(&id).ok())
+        {
             response.headers_mut().insert(headers::REQUEST_ID, id);
         }
-        if let Some(extra) = extra_header {
-            let (name, value) = *extra;
+        if let Some((name, value)) = answer.header {
             response.headers_mut().insert(name, value);
         }
         response

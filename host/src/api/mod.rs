@@ -2,8 +2,8 @@
 //! the tenant directory; never wasmtime, the runtime's configuration or the cluster (the service
 //! answers for all three).
 
-mod auth;
-mod body;
+pub(crate) mod auth;
+pub(crate) mod body;
 mod browsers;
 mod cluster;
 mod console;
@@ -19,15 +19,16 @@ mod routes;
 mod tenants;
 #[cfg(test)]
 mod tests;
-mod v2;
-mod v2_repository;
-mod v2_stats;
+pub(crate) mod v2;
+pub(crate) mod v2_repository;
+pub(crate) mod v2_stats;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::http::{HeaderName, Method, Uri};
+use axum::response::{IntoResponse as _, Response};
 use axum::routing::get;
 use wasmrpc_proto::Code;
 
@@ -107,10 +108,24 @@ pub struct AppStateParts {
     pub bytes_in_flight: crate::admission::BytesBudget,
 }
 
-/// The application: every route of the native API with its layers.
+/// The application: every route of the native API, and the gRPC services (`grpc/`) for the
+/// requests that speak gRPC, with their layers.
 pub fn router(state: AppState) -> Router {
-    routes(&state)
+    let router = routes(&state)
         .into_router()
+        .merge(crate::grpc::routes(&state));
+    with_layers(router, state)
+}
+
+/// The router of `--grpc-listen`: the gRPC services alone, with the same layers as the main
+/// port's.
+pub fn grpc_router(state: AppState) -> Router {
+    with_layers(crate::grpc::routes(&state), state)
+}
+
+/// `router` with the fallbacks and the layers every request goes through, whatever it speaks.
+fn with_layers(router: Router<AppState>, state: AppState) -> Router {
+    router
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         // In front of every route and the fallbacks, inside the v2 error shape.
@@ -183,11 +198,15 @@ pub fn metrics_router(service: Arc<Service>, loopback: bool) -> Router {
     }
 }
 
-async fn no_route(method: Method, uri: Uri) -> ApiError {
+async fn no_route(method: Method, uri: Uri, headers: axum::http::HeaderMap) -> Response {
+    if crate::grpc::is_grpc(&headers) {
+        return crate::grpc::unimplemented(uri.path());
+    }
     ApiError::new(
         Code::NotFound,
         format!("no route for {method} {}", uri.path()),
     )
+    .into_response()
 }
 
 async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {

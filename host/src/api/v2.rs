@@ -26,6 +26,8 @@ use super::auth::Tenant;
 use super::body::{hold_arguments, read_call_body};
 use super::error::ApiError;
 use super::routes::Routes;
+use crate::admission::BytesHeld;
+use crate::service::Caller;
 use crate::service::Placement;
 
 /// Error bodies above this size are not rewritten (none of ours comes near it).
@@ -81,26 +83,98 @@ impl ModelPath {
     /// # Errors
     /// INVALID_ARGUMENT for a version that is not a positive whole number.
     pub fn version(&self) -> Result<Option<u32>, ApiError> {
-        match &self.version {
-            None => Ok(None),
-            Some(v) => match v.parse::<u32>() {
-                Ok(n) if n > 0 => Ok(Some(n)),
-                _ => Err(ApiError::new(
-                    Code::InvalidArgument,
-                    format!("model version `{v}` is not a positive whole number"),
-                )),
-            },
-        }
+        parse_version(self.version.as_deref())
     }
+}
+
+/// A model version as the protocol writes it (`None`, or empty over gRPC, for the newest).
+///
+/// # Errors
+/// INVALID_ARGUMENT for a version that is not a positive whole number.
+pub fn parse_version(version: Option<&str>) -> Result<Option<u32>, ApiError> {
+    match version {
+        None | Some("") => Ok(None),
+        Some(v) => match v.parse::<u32>() {
+            Ok(n) if n > 0 => Ok(Some(n)),
+            _ => Err(ApiError::new(
+                Code::InvalidArgument,
+                format!("model version `{v}` is not a positive whole number"),
+            )),
+        },
+    }
+}
+
+/// Who the server is and which protocol extensions it implements (`GET /v2`, gRPC's
+/// `ServerMetadata`).
+pub fn server_metadata_value() -> ServerMetadata {
+    ServerMetadata {
+        name: "wasmrpc".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        extensions: EXTENSIONS.iter().map(|&e| e.to_owned()).collect(),
+    }
+}
+
+/// Whether the server is ready for calls (`/v2/health/ready`, gRPC's `ServerReady`).
+///
+/// # Errors
+/// UNAVAILABLE while the registry is still loading.
+pub fn check_ready(state: &AppState) -> Result<(), ApiError> {
+    if state.service.is_ready() {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            Code::Unavailable,
+            "the registry is still loading",
+        ))
+    }
+}
+
+/// A model's metadata (the newest version, or `version`) as the caller sees it.
+///
+/// # Errors
+/// NOT_FOUND for a model (or version) the caller has not registered.
+pub fn model_metadata_of(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    version: Option<u32>,
+) -> Result<ModelMetadata, ApiError> {
+    let info = state.service.describe(&caller.tenant, name, version)?;
+    Ok(ModelMetadata::from(&info))
+}
+
+/// A model's Triton configuration as the caller sees it.
+///
+/// # Errors
+/// As [`model_metadata_of`].
+pub fn model_config_of(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    version: Option<u32>,
+) -> Result<ModelConfig, ApiError> {
+    let info = state.service.describe(&caller.tenant, name, version)?;
+    Ok(ModelConfig::from(&info))
+}
+
+/// Whether the caller's model (or that version of it) is ready: it is when it exists (a
+/// registered method is always ready to be called; its first call compiles it if need be).
+///
+/// # Errors
+/// As [`model_metadata_of`].
+pub fn check_model_ready(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    version: Option<u32>,
+) -> Result<(), ApiError> {
+    state.service.resolve(&caller.tenant, name, version)?;
+    Ok(())
 }
 
 /// `GET /v2`: server metadata, with exactly the protocol extensions implemented.
 async fn server_metadata() -> Json<ServerMetadata> {
-    Json(ServerMetadata {
-        name: "wasmrpc".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        extensions: EXTENSIONS.iter().map(|&e| e.to_owned()).collect(),
-    })
+    Json(server_metadata_value())
 }
 
 /// `GET /v2/health/live`: the process serves HTTP.
@@ -110,14 +184,7 @@ async fn live() -> StatusCode {
 
 /// `GET /v2/health/ready`: the registry is loaded (as `/readyz`).
 async fn ready(State(state): State<AppState>) -> Result<StatusCode, ApiError> {
-    if state.service.is_ready() {
-        Ok(StatusCode::OK)
-    } else {
-        Err(ApiError::new(
-            Code::Unavailable,
-            "the registry is still loading",
-        ))
-    }
+    check_ready(&state).map(|()| StatusCode::OK)
 }
 
 /// `GET /v2/models/{name}[/versions/{v}]`.
@@ -126,10 +193,7 @@ async fn model_metadata(
     Tenant(caller): Tenant,
     Path(model): Path<ModelPath>,
 ) -> Result<Json<ModelMetadata>, ApiError> {
-    let info = state
-        .service
-        .describe(&caller.tenant, &model.name, model.version()?)?;
-    Ok(Json(ModelMetadata::from(&info)))
+    model_metadata_of(&state, &caller, &model.name, model.version()?).map(Json)
 }
 
 /// `GET /v2/models/{name}[/versions/{v}]/ready`: 200 when the model exists (a registered
@@ -139,10 +203,7 @@ async fn model_ready(
     Tenant(caller): Tenant,
     Path(model): Path<ModelPath>,
 ) -> Result<StatusCode, ApiError> {
-    state
-        .service
-        .resolve(&caller.tenant, &model.name, model.version()?)?;
-    Ok(StatusCode::OK)
+    check_model_ready(&state, &caller, &model.name, model.version()?).map(|()| StatusCode::OK)
 }
 
 /// `GET /v2/models/{name}[/versions/{v}]/config`: a minimal Triton-style model config.
@@ -151,10 +212,7 @@ async fn model_config(
     Tenant(caller): Tenant,
     Path(model): Path<ModelPath>,
 ) -> Result<Json<ModelConfig>, ApiError> {
-    let info = state
-        .service
-        .describe(&caller.tenant, &model.name, model.version()?)?;
-    Ok(Json(ModelConfig::from(&info)))
+    model_config_of(&state, &caller, &model.name, model.version()?).map(Json)
 }
 
 /// `POST /v2/models/{name}[/versions/{v}]/infer`: inputs matched to the signature by name,
@@ -182,28 +240,54 @@ async fn infer(
     // Binary inputs keep slices of `bytes` alive; nothing else of the body is kept.
     let decoded = kserve::decode_infer_request(&bytes, header_length);
     drop(bytes);
+    let response = run_infer(
+        &state, &caller, model.name, version, decoded, None, &placement, &mut held,
+    )
+    .await?;
+    let encoded = kserve::encode_infer_response(&response)
+        .map_err(|e| ApiError::new(Code::Internal, format!("encoding the outputs failed: {e}")))?;
+    Ok(infer_response(encoded))
+}
+
+/// Run a decoded infer request of `caller` on model `name` (HTTP's and gRPC's alike): inputs
+/// matched to the signature by name, outputs selected and ordered by `outputs`, `id` echoed, the
+/// deadline the tighter of `parameters.timeout` and `deadline` (the transport's own, if any).
+/// `held` (the request's bytes in the budget of bytes in flight) becomes the arguments' bytes.
+///
+/// A request that is not an infer request is refused before the model is looked up; a bad input
+/// after, so that an unknown model's answer does not depend on the body.
+///
+/// # Errors
+/// INVALID_ARGUMENT for a bad request or inputs that do not fit the signature, NOT_FOUND for a
+/// model the caller has not registered, and every failure of the call itself.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_infer(
+    state: &AppState,
+    caller: &Caller,
+    name: String,
+    version: Option<u32>,
+    decoded: Result<kserve::InferRequest, InferRequestError>,
+    deadline: Option<Duration>,
+    placement: &Placement,
+    held: &mut BytesHeld,
+) -> Result<InferResponse, ApiError> {
     if let Ok(request) = &decoded {
         let inputs: Vec<&Tensor> = request.inputs.iter().map(|i| &i.tensor).collect();
-        hold_arguments(&mut held, inputs)?;
+        hold_arguments(held, inputs)?;
     }
-    // A body that is not an infer request is refused before the model is looked up; a bad
-    // input after, so that an unknown model's answer does not depend on the body.
     if let Err(e @ InferRequestError::Body(_)) = &decoded {
         return Err(ApiError::new(Code::InvalidArgument, e.to_string()));
     }
-    let method = state
-        .service
-        .resolve(&caller.tenant, &model.name, version)?;
+    let method = state.service.resolve(&caller.tenant, &name, version)?;
     let request = decoded.map_err(|e| ApiError::new(Code::InvalidArgument, e.to_string()))?;
     let signature = method.signature();
     let wanted = wanted_outputs(&signature.outputs, &request)?;
-    let timeout = request
-        .timeout_us
-        .map_or(Duration::ZERO, Duration::from_micros);
+    let asked = request.timeout_us.map(Duration::from_micros);
+    let timeout = tighter(asked, deadline).unwrap_or(Duration::ZERO);
     let args = args_by_name(&signature.inputs, request.inputs)?;
     let outputs = state
         .service
-        .invoke(&caller, &method, args, timeout, &placement)
+        .invoke(caller, &method, args, timeout, placement)
         .await?;
     let mut outputs: Vec<Option<Tensor>> = outputs.into_iter().map(Some).collect();
     let outputs = wanted
@@ -217,14 +301,23 @@ async fn infer(
             binary,
         })
         .collect();
-    let encoded = kserve::encode_infer_response(&InferResponse {
-        model_name: model.name,
+    Ok(InferResponse {
+        model_name: name,
         model_version: method.registration.version.to_string(),
         id: request.id,
         outputs,
     })
-    .map_err(|e| ApiError::new(Code::Internal, format!("encoding the outputs failed: {e}")))?;
-    Ok(infer_response(encoded))
+}
+
+/// The tighter of two deadlines, either of which may be absent; zero counts as absent (it asks
+/// for the server's default).
+fn tighter(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    let a = a.filter(|d| !d.is_zero());
+    let b = b.filter(|d| !d.is_zero());
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// The `worker` parameter of a query string, percent-decoded (`w%2F1` is `w/1`).

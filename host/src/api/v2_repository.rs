@@ -21,10 +21,10 @@ use super::error::ApiError;
 use super::lifecycle;
 use super::path::MethodName;
 use super::routes::Routes;
-use crate::service::ServiceError;
+use crate::service::{Caller, ComponentLimit, ServiceError};
 
 /// Largest body of an index or unload request: a flag or two.
-const MAX_CONTROL_BODY: usize = 64 << 10;
+pub const MAX_CONTROL_BODY: usize = 64 << 10;
 
 /// Room in a load request beside the base64 component: the JSON around it and the `config`
 /// parameter (a model configuration is a few KiB at most).
@@ -71,7 +71,12 @@ async fn index(
     )
     .await?;
     kserve_repository::decode_index_request(&bytes)?;
-    let models = state
+    Ok(Json(index_entries(&state, &caller)))
+}
+
+/// The repository index of `caller`: one entry per model (its newest version), all `READY`.
+pub fn index_entries(state: &AppState, caller: &Caller) -> Vec<RepositoryIndexEntry> {
+    state
         .service
         .list(&caller.tenant)
         .into_iter()
@@ -81,8 +86,7 @@ async fn index(
             state: "READY".into(),
             reason: String::new(),
         })
-        .collect();
-    Ok(Json(models))
+        .collect()
 }
 
 /// `POST /v2/repository/models/{name}/load`: with a component in a `file:` parameter, register
@@ -109,8 +113,33 @@ async fn load(
                 limit.refusal()
             ))
         })?;
-    let LoadRequest { file, export } = kserve_repository::decode_load_request(&bytes)?;
+    let request = kserve_repository::decode_load_request(&bytes)?;
     drop(bytes);
+    let hint = format!(
+        "send its component in a `file:` parameter ({FILE_ENCODING}), as tritonclient's \
+         load_model(name, files={{\"file:1/model.wasm\": component}}) does"
+    );
+    load_model(&state, &caller, &name, request, &limit, &hint).await?;
+    Ok(StatusCode::OK)
+}
+
+/// Load model `name` for `caller` (HTTP's and gRPC's alike): with a component, register it (a
+/// new version when the name exists), exactly as `PUT /v1/methods/{name}` does; without one,
+/// succeed when the model exists (everything registered is loaded). `hint` says how this
+/// transport sends a component, for the refusal of a load of a model that does not exist.
+///
+/// # Errors
+/// NOT_FOUND for a load without a component of a model that does not exist; RESOURCE_EXHAUSTED
+/// for a component over `limit`; every refusal of the registration.
+pub async fn load_model(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    request: LoadRequest,
+    limit: &ComponentLimit,
+    hint: &str,
+) -> Result<(), ApiError> {
+    let LoadRequest { file, export } = request;
     let Some(file) = file else {
         if export.is_some() {
             return Err(ApiError::new(
@@ -119,15 +148,11 @@ async fn load(
                  component in a `file:` parameter too",
             ));
         }
-        return match state.service.resolve(&caller.tenant, &name, None) {
-            Ok(_) => Ok(StatusCode::OK),
+        return match state.service.resolve(&caller.tenant, name, None) {
+            Ok(_) => Ok(()),
             Err(ServiceError::NotFound(_)) => Err(ApiError::new(
                 Code::NotFound,
-                format!(
-                    "no model named `{name}` is registered; to load one, send its component in \
-                     a `file:` parameter ({FILE_ENCODING}), as tritonclient's \
-                     load_model(name, files={{\"file:1/model.wasm\": component}}) does"
-                ),
+                format!("no model named `{name}` is registered; to load one, {hint}"),
             )),
             Err(e) => Err(e.into()),
         };
@@ -141,7 +166,7 @@ async fn load(
     }
     state
         .service
-        .register(&caller, &name, export.as_deref(), file.bytes)
+        .register(caller, name, export.as_deref(), file.bytes)
         .await
         .map_err(|e| match e {
             ServiceError::ExportNeeded(exports) => ApiError::new(
@@ -154,8 +179,17 @@ async fn load(
             ),
             other => other.into(),
         })?;
-    lifecycle::undo_if_tenant_deleted(&state, &caller).await?;
-    Ok(StatusCode::OK)
+    lifecycle::undo_if_tenant_deleted(state, caller).await?;
+    Ok(())
+}
+
+/// Unload (unregister every version of) `caller`'s model `name`.
+///
+/// # Errors
+/// NOT_FOUND when there is no such model; a store failure.
+pub async fn unload_model(state: &AppState, caller: &Caller, name: &str) -> Result<(), ApiError> {
+    state.service.delete(&caller.tenant, name, None).await?;
+    Ok(())
 }
 
 /// `POST /v2/repository/models/{name}/unload`: unregister every version, as
@@ -176,7 +210,7 @@ async fn unload(
     )
     .await?;
     kserve_repository::decode_unload_request(&bytes)?;
-    state.service.delete(&caller.tenant, &name, None).await?;
+    unload_model(&state, &caller, &name).await?;
     Ok(StatusCode::OK)
 }
 

@@ -15,6 +15,7 @@ use super::error::ApiError;
 use super::routes::Routes;
 use super::v2::ModelPath;
 use crate::metrics::VersionStats;
+use crate::service::Caller;
 
 /// The statistics routes, behind the key check with the other keyed `/v2` routes.
 pub fn routes() -> Routes {
@@ -59,19 +60,41 @@ fn of_versions(
         .collect()
 }
 
+/// The statistics of every version of every model of the caller (`model` is `None`), or of
+/// one model: every version, or the one named (`GET /v2/models[/{name}[/versions/{v}]]/stats`,
+/// gRPC's `ModelStatistics`).
+///
+/// # Errors
+/// NOT_FOUND for a model (or version) the caller has not registered.
+pub fn model_stats(
+    state: &AppState,
+    caller: &Caller,
+    model: Option<(&str, Option<u32>)>,
+) -> Result<Vec<ModelStatistics>, ApiError> {
+    let tenant = caller.tenant.as_str();
+    let Some((name, version)) = model else {
+        return Ok(state
+            .service
+            .list(&caller.tenant)
+            .iter()
+            .flat_map(|info| of_versions(state, tenant, &info.name, &info.versions))
+            .collect());
+    };
+    let info = state.service.describe(&caller.tenant, name, version)?;
+    let versions = match version {
+        Some(v) => vec![v],
+        None => info.versions,
+    };
+    Ok(of_versions(state, tenant, name, &versions))
+}
+
 /// `GET /v2/models/stats`: every version of every model of the caller.
 async fn all_models(
     State(state): State<AppState>,
     Tenant(caller): Tenant,
-) -> Json<ModelStatsResponse> {
-    let tenant = caller.tenant.as_str();
-    let model_stats = state
-        .service
-        .list(&caller.tenant)
-        .iter()
-        .flat_map(|info| of_versions(&state, tenant, &info.name, &info.versions))
-        .collect();
-    Json(ModelStatsResponse { model_stats })
+) -> Result<Json<ModelStatsResponse>, ApiError> {
+    let model_stats = model_stats(&state, &caller, None)?;
+    Ok(Json(ModelStatsResponse { model_stats }))
 }
 
 /// `GET /v2/models/{name}[/versions/{v}]/stats`: every version of the model, or the one named.
@@ -80,14 +103,6 @@ async fn one_model(
     Tenant(caller): Tenant,
     Path(model): Path<ModelPath>,
 ) -> Result<Json<ModelStatsResponse>, ApiError> {
-    let version = model.version()?;
-    let info = state
-        .service
-        .describe(&caller.tenant, &model.name, version)?;
-    let versions = match version {
-        Some(v) => vec![v],
-        None => info.versions,
-    };
-    let model_stats = of_versions(&state, caller.tenant.as_str(), &model.name, &versions);
+    let model_stats = model_stats(&state, &caller, Some((&model.name, model.version()?)))?;
     Ok(Json(ModelStatsResponse { model_stats }))
 }

@@ -57,6 +57,14 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
             .await
             .with_context(|| format!("binding {}", config.listen))?;
         let address = listener.local_addr()?;
+        let grpc = match config.grpc_listen {
+            Some(grpc) => Some(
+                tokio::net::TcpListener::bind(grpc)
+                    .await
+                    .with_context(|| format!("binding --grpc-listen {grpc}"))?,
+            ),
+            None => None,
+        };
         let app = match &config.cluster {
             None => App::build(config.clone())?,
             Some(_) => App::build_in_cluster(config.clone(), address).await?,
@@ -69,10 +77,20 @@ pub fn run(config_file: Option<PathBuf>, flags: ServeSettings) -> anyhow::Result
         } else {
             "http"
         };
-        println!("wasmrpc listening on {scheme}://{address}");
-        std::io::stdout().flush()?;
+        // One write: a reader may stop after the first line (the tests' does without gRPC).
+        let mut lines = format!("wasmrpc listening on {scheme}://{address}\n");
+        if let Some(grpc) = &grpc {
+            let grpc = grpc.local_addr()?;
+            lines.push_str(&format!("wasmrpc gRPC listening on {scheme}://{grpc}\n"));
+            tracing::info!(address = %grpc, "serving gRPC");
+        }
+        {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(lines.as_bytes())?;
+            stdout.flush()?;
+        }
         tracing::info!(%address, data_dir = %config.data_dir.display(), "serving");
-        app.run(listener, shutdown_signal()).await?;
+        app.serve(listener, grpc, shutdown_signal()).await?;
         Ok(())
     });
     runtime

@@ -233,13 +233,7 @@ fn input_tensor(
     binary: &mut Bytes,
 ) -> Result<Tensor, TensorError> {
     let value = |m: String| TensorError::Value(m);
-    let dtype = DType::from_kserve_name(&input.datatype).ok_or_else(|| {
-        value(format!(
-            "unknown datatype `{}`; use one of {}",
-            input.datatype,
-            DType::ALL.map(DType::kserve_name).join(", ")
-        ))
-    })?;
+    let dtype = datatype(&input.datatype)?;
     let parameters = input.parameters.as_ref();
     if parameters.is_some_and(|p| p.contains_key("shared_memory_region")) {
         return Err(value(
@@ -285,7 +279,25 @@ fn input_tensor(
     }
 }
 
-fn checked_shape(shape: &[i64]) -> Result<Vec<u64>, TensorError> {
+/// The dtype of a protocol datatype name (`FP32`, `BYTES`…), over HTTP and gRPC alike.
+///
+/// # Errors
+/// [`TensorError::Value`] naming the datatypes there are, for a name that is none of them.
+pub fn datatype(name: &str) -> Result<DType, TensorError> {
+    DType::from_kserve_name(name).ok_or_else(|| {
+        TensorError::Value(format!(
+            "unknown datatype `{name}`; use one of {}",
+            DType::ALL.map(DType::kserve_name).join(", ")
+        ))
+    })
+}
+
+/// A shape as the protocol writes it, checked: at most [`crate::tensor::MAX_RANK`] dimensions,
+/// none negative.
+///
+/// # Errors
+/// [`TensorError::Rank`] or [`TensorError::NegativeDimension`].
+pub fn checked_shape(shape: &[i64]) -> Result<Vec<u64>, TensorError> {
     crate::tensor::check_rank(shape.len())?;
     shape
         .iter()

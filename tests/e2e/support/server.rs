@@ -12,6 +12,8 @@ pub struct TestServer {
     child: Child,
     /// `http://127.0.0.1:PORT` (`https://` when started with `--tls-cert`).
     pub url: String,
+    /// The `--grpc-listen` address as a URL, when started with one.
+    pub grpc_url: Option<String>,
     data_dir: PathBuf,
     _owned_dir: Option<tempfile::TempDir>,
     extra: Vec<String>,
@@ -56,9 +58,20 @@ impl TestServer {
             .expect("starting wasmrpc serve");
         let stdout = child.stdout.take().expect("piped stdout");
         let mut line = String::new();
-        BufReader::new(stdout)
+        let mut stdout = BufReader::new(stdout);
+        stdout
             .read_line(&mut line)
             .expect("reading the listen line");
+        let grpc_url = extra.iter().any(|a| a == "--grpc-listen").then(|| {
+            let mut grpc = String::new();
+            stdout
+                .read_line(&mut grpc)
+                .expect("reading the gRPC listen line");
+            grpc.trim()
+                .strip_prefix("wasmrpc gRPC listening on ")
+                .unwrap_or_else(|| panic!("unexpected second line from serve: {grpc:?}"))
+                .to_owned()
+        });
         let url = line
             .trim()
             .strip_prefix("wasmrpc listening on ")
@@ -67,6 +80,7 @@ impl TestServer {
         let server = TestServer {
             child,
             url,
+            grpc_url,
             data_dir: data_dir.to_path_buf(),
             _owned_dir: None,
             extra,
