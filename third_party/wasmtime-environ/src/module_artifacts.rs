@@ -85,6 +85,7 @@ impl CompiledFunctionsTableBuilder {
                 sparse_indices: TryPrimaryMap::new(),
                 func_locs: TryPrimaryMap::new(),
                 src_locs: TryPrimaryMap::new(),
+                sparse_direct: Default::default(),
             },
         }
     }
@@ -346,6 +347,12 @@ pub struct CompiledFunctionsTable {
     ///
     /// The absence of a source location is represented by `FilePos::none()`.
     src_locs: TryPrimaryMap<SrcLocIndex, FilePos>,
+
+    /// wasmrpc patch: per namespace, for sparse namespaces, a direct map from a
+    /// key's index to its position in the namespace's sparse range plus one (0:
+    /// absent), built on first use, so that a lookup is not a binary search.
+    #[serde(skip)]
+    sparse_direct: std::sync::OnceLock<std::vec::Vec<std::vec::Vec<u32>>>,
 }
 
 impl CompiledFunctionsTable {
@@ -411,15 +418,36 @@ impl CompiledFunctionsTable {
             let index = start.as_u32().checked_add(key_index.into_raw())?;
             FuncLocIndex::from_u32(index)
         } else {
-            let sparse_range = self.sparse_range(ns_idx);
-            let sparse_subslice = self.sparse_indices.get_range(sparse_range).unwrap();
-            match sparse_subslice.binary_search(&key_index) {
-                Ok(i) => FuncLocIndex::new(start.index() + i),
-                Err(_) => return None,
+            let direct = self
+                .sparse_direct
+                .get_or_init(|| self.build_sparse_direct());
+            let pos = *direct[ns_idx.index()].get(key_index.into_raw() as usize)?;
+            if pos == 0 {
+                return None;
             }
+            FuncLocIndex::new(start.index() + pos as usize - 1)
         };
 
         if index < end { Some(index) } else { None }
+    }
+
+    fn build_sparse_direct(&self) -> std::vec::Vec<std::vec::Vec<u32>> {
+        let mut out = std::vec::Vec::new();
+        for (ns_idx, ns) in self.namespaces.iter() {
+            let mut v = std::vec::Vec::new();
+            if !Self::is_dense(ns.kind()) {
+                let range = self.sparse_range(ns_idx);
+                let sub = self.sparse_indices.get_range(range).unwrap();
+                if let Some(last) = sub.last() {
+                    v.resize(last.into_raw() as usize + 1, 0u32);
+                    for (i, k) in sub.iter().enumerate() {
+                        v[k.into_raw() as usize] = i as u32 + 1;
+                    }
+                }
+            }
+            out.push(v);
+        }
+        out
     }
 
     /// Get the location of the function associated with the given `key` inside

@@ -276,75 +276,100 @@ pub unsafe fn reset_with_pagemap(
         },
     };
 
-    // For now use a fixed set of regions on the stack, but in the future this
-    // may want to use a dynamically allocated vector for more regions for
-    // example.
+    // wasmrpc patch: the scan is repeated from where it stopped whenever it
+    // stopped only because `storage` was full, so a guest that dirties more
+    // than `MAX_REGIONS` disjoint regions still has every dirty page (up to
+    // `keep_resident`) reset in place instead of decommitted and faulted in
+    // again by the next instance in this slot.
     const MAX_REGIONS: usize = 32;
     let mut storage = [MaybeUninit::uninit(); MAX_REGIONS];
-
-    let scan_arg = PageMapScanBuilder::new(ptr::slice_from_raw_parts(ptr, len.byte_count()))
-        .max_pages(keep_resident.byte_count() / host_page_size)
-        // We specifically want pages that are NOT backed by the zero page or
-        // backed by files. Such pages mean that they haven't changed from their
-        // original contents, so they're inverted.
-        .category_inverted(Categories::PFNZERO | Categories::FILE)
-        // Search for pages that are written and present as those are the dirty
-        // pages. Additionally search for the zero page/file page as those are
-        // inverted above meaning we're searching for pages that specifically
-        // don't have those flags.
-        .category_mask(
-            Categories::WRITTEN | Categories::PRESENT | Categories::PFNZERO | Categories::FILE,
-        )
-        // Don't return any categories back. This helps group regions together
-        // since the reported set of categories is always empty and we otherwise
-        // aren't looking for anything in particular.
-        .return_mask(Categories::empty())
-        .build(&mut storage);
-
-    // SAFETY: this should be a safe ioctl as we control the fd we're operating
-    // on plus all of `scan_arg`, but this relies on `Ioctl` below being the
-    // correct implementation and such.
-    let result = match unsafe { ioctl(&pagemap.0, scan_arg) } {
-        Ok(result) => result,
-
-        // If the ioctl fails for whatever reason, we at least tried, so fall
-        // back to the default behavior.
-        //
-        // SAFETY: the safety requirement of
-        // `pagemap_disabled::reset_with_pagemap` is the same as this function.
-        Err(err) => unsafe {
-            log::warn!("failed pagemap scan {err}");
-            return crate::runtime::vm::pagemap_disabled::reset_with_pagemap(
-                None,
-                ptr,
-                len,
-                keep_resident,
-                reset_manually,
-                decommit,
-            );
-        },
-    };
-
-    // For all regions that were written in the scan reset them manually, then
-    // afterwards decommit everything else.
+    let end = ptr.wrapping_add(len.byte_count());
+    let mut start = ptr;
+    let mut pages_left = keep_resident.byte_count() / host_page_size;
     let mut bytes_resident = 0;
-    for region in result.regions() {
-        // SAFETY: we're relying on Linux to pass in valid region ranges within
-        // the `ptr/len` we specified to the original syscall.
-        unsafe {
-            reset_manually(&mut *region.region().cast_mut());
+    loop {
+        let scan_arg =
+            PageMapScanBuilder::new(ptr::slice_from_raw_parts(start, end.addr() - start.addr()))
+                .max_pages(pages_left)
+                // We specifically want pages that are NOT backed by the zero page or
+                // backed by files. Such pages mean that they haven't changed from their
+                // original contents, so they're inverted.
+                .category_inverted(Categories::PFNZERO | Categories::FILE)
+                // Search for pages that are written and present as those are the dirty
+                // pages. Additionally search for the zero page/file page as those are
+                // inverted above meaning we're searching for pages that specifically
+                // don't have those flags.
+                .category_mask(
+                    Categories::WRITTEN
+                        | Categories::PRESENT
+                        | Categories::PFNZERO
+                        | Categories::FILE,
+                )
+                // Don't return any categories back. This helps group regions together
+                // since the reported set of categories is always empty and we otherwise
+                // aren't looking for anything in particular.
+                .return_mask(Categories::empty())
+                .build(&mut storage);
+
+        // SAFETY: this should be a safe ioctl as we control the fd we're operating
+        // on plus all of `scan_arg`, but this relies on `Ioctl` below being the
+        // correct implementation and such.
+        let result = match unsafe { ioctl(&pagemap.0, scan_arg) } {
+            Ok(result) => result,
+
+            // If the first ioctl fails for whatever reason, we at least tried,
+            // so fall back to the default behavior.
+            //
+            // SAFETY: the safety requirement of
+            // `pagemap_disabled::reset_with_pagemap` is the same as this function.
+            Err(err) if start == ptr => unsafe {
+                log::warn!("failed pagemap scan {err}");
+                return crate::runtime::vm::pagemap_disabled::reset_with_pagemap(
+                    None,
+                    ptr,
+                    len,
+                    keep_resident,
+                    reset_manually,
+                    decommit,
+                );
+            },
+            // A later one: what it did not reach is decommitted.
+            Err(err) => {
+                log::warn!("failed pagemap scan {err}");
+                decommit(start, end.addr() - start.addr());
+                return bytes_resident;
+            }
+        };
+
+        // For all regions that were written in the scan reset them manually.
+        let mut reported = 0;
+        for region in result.regions() {
+            // SAFETY: we're relying on Linux to pass in valid region ranges within
+            // the `ptr/len` we specified to the original syscall.
+            unsafe {
+                reset_manually(&mut *region.region().cast_mut());
+            }
+            bytes_resident += region.len();
+            reported += region.len();
         }
-        bytes_resident += region.len();
+        let full = result.regions().len() == MAX_REGIONS;
+        let walk_end = result.walk_end().cast_mut();
+        pages_left = pages_left.saturating_sub(reported / host_page_size);
+
+        // Scan on from where this scan stopped if it stopped because the
+        // storage was full (not at the end, not at `max_pages`); otherwise,
+        // report everything after `walk_end` to the end of memory as memory
+        // that must be decommitted as the scan didn't reach it. Note that if
+        // `walk_end` is already at the end of memory then the byte size of
+        // the decommitted memory here will be 0 meaning that this is a noop.
+        if full && pages_left > 0 && walk_end.addr() < end.addr() && walk_end.addr() > start.addr()
+        {
+            start = walk_end;
+            continue;
+        }
+        decommit(walk_end, end.addr() - walk_end.addr());
+        return bytes_resident;
     }
-
-    // Report everything after `walk_end` to the end of memory as memory that
-    // must be decommitted as the scan didn't reach it. Note that if `walk_end`
-    // is already at the end of memory then the byte size of the decommitted
-    // memory here will be 0 meaning that this is a noop.
-    let scan_size = result.walk_end().addr() - ptr.addr();
-    decommit(result.walk_end().cast_mut(), len.byte_count() - scan_size);
-
-    bytes_resident
 }
 
 mod ioctl {
