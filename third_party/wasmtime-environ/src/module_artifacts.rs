@@ -85,7 +85,7 @@ impl CompiledFunctionsTableBuilder {
                 sparse_indices: TryPrimaryMap::new(),
                 func_locs: TryPrimaryMap::new(),
                 src_locs: TryPrimaryMap::new(),
-                sparse_direct: Default::default(),
+                direct: Default::default(),
             },
         }
     }
@@ -348,16 +348,44 @@ pub struct CompiledFunctionsTable {
     /// The absence of a source location is represented by `FilePos::none()`.
     src_locs: TryPrimaryMap<SrcLocIndex, FilePos>,
 
-    /// wasmrpc patch: per namespace, for sparse namespaces, a direct map from a
-    /// key's index to its position in the namespace's sparse range plus one (0:
-    /// absent), built on first use, so that a lookup is not a binary search.
+    /// wasmrpc patch: direct maps built on first use, so that a lookup is not
+    /// a binary search (`DirectMaps`).
     #[serde(skip)]
-    sparse_direct: std::sync::OnceLock<std::vec::Vec<std::vec::Vec<u32>>>,
+    direct: std::sync::OnceLock<DirectMaps>,
 }
 
+/// wasmrpc patch: what `func_loc_index` would otherwise binary-search for,
+/// as vectors indexed by a key's parts. A fresh instance looks a function up
+/// twice for each function reference it makes (`Instance::get_func_ref`), and
+/// a large component makes thousands per instance.
+#[derive(Debug, Default)]
+struct DirectMaps {
+    /// Per namespace kind (a raw namespace's top 4 bits), per module part
+    /// (its other bits): the namespace's index plus one, 0 where there is
+    /// none. Module parts past `DIRECT_MODULES_AT_MOST` are searched for.
+    namespaces: std::vec::Vec<std::vec::Vec<u32>>,
+    /// Per namespace, for sparse namespaces: a key's position in the
+    /// namespace's sparse range plus one, indexed by the key's index; 0 where
+    /// there is none.
+    sparse: std::vec::Vec<std::vec::Vec<u32>>,
+}
+
+/// wasmrpc patch: the largest module part the namespace map covers.
+const DIRECT_MODULES_AT_MOST: u32 = 1 << 16;
+
 impl CompiledFunctionsTable {
+    fn direct(&self) -> &DirectMaps {
+        self.direct.get_or_init(|| self.build_direct())
+    }
+
     #[inline]
     fn namespace_index(&self, namespace: FuncKeyNamespace) -> Option<NamespaceIndex> {
+        let raw = namespace.into_raw();
+        let (kind, module) = ((raw >> 28) as usize, raw & 0x0fff_ffff);
+        if module < DIRECT_MODULES_AT_MOST {
+            let found = *self.direct().namespaces.get(kind)?.get(module as usize)?;
+            return found.checked_sub(1).map(NamespaceIndex::from_u32);
+        }
         const LINEAR_SEARCH_LIMIT: usize = 32;
         if self.namespaces.len() <= LINEAR_SEARCH_LIMIT {
             self.namespaces
@@ -418,10 +446,7 @@ impl CompiledFunctionsTable {
             let index = start.as_u32().checked_add(key_index.into_raw())?;
             FuncLocIndex::from_u32(index)
         } else {
-            let direct = self
-                .sparse_direct
-                .get_or_init(|| self.build_sparse_direct());
-            let pos = *direct[ns_idx.index()].get(key_index.into_raw() as usize)?;
+            let pos = *self.direct().sparse[ns_idx.index()].get(key_index.into_raw() as usize)?;
             if pos == 0 {
                 return None;
             }
@@ -431,23 +456,35 @@ impl CompiledFunctionsTable {
         if index < end { Some(index) } else { None }
     }
 
-    fn build_sparse_direct(&self) -> std::vec::Vec<std::vec::Vec<u32>> {
-        let mut out = std::vec::Vec::new();
+    fn build_direct(&self) -> DirectMaps {
+        let mut direct = DirectMaps::default();
         for (ns_idx, ns) in self.namespaces.iter() {
-            let mut v = std::vec::Vec::new();
+            let raw = ns.into_raw();
+            let (kind, module) = ((raw >> 28) as usize, raw & 0x0fff_ffff);
+            if module < DIRECT_MODULES_AT_MOST {
+                if direct.namespaces.len() <= kind {
+                    direct.namespaces.resize(kind + 1, std::vec::Vec::new());
+                }
+                let by_module = &mut direct.namespaces[kind];
+                if by_module.len() <= module as usize {
+                    by_module.resize(module as usize + 1, 0);
+                }
+                by_module[module as usize] = ns_idx.as_u32() + 1;
+            }
+            let mut positions = std::vec::Vec::new();
             if !Self::is_dense(ns.kind()) {
                 let range = self.sparse_range(ns_idx);
-                let sub = self.sparse_indices.get_range(range).unwrap();
-                if let Some(last) = sub.last() {
-                    v.resize(last.into_raw() as usize + 1, 0u32);
-                    for (i, k) in sub.iter().enumerate() {
-                        v[k.into_raw() as usize] = i as u32 + 1;
+                let keys = self.sparse_indices.get_range(range).unwrap();
+                if let Some(last) = keys.last() {
+                    positions.resize(last.into_raw() as usize + 1, 0u32);
+                    for (i, k) in keys.iter().enumerate() {
+                        positions[k.into_raw() as usize] = i as u32 + 1;
                     }
                 }
             }
-            out.push(v);
+            direct.sparse.push(positions);
         }
-        out
+        direct
     }
 
     /// Get the location of the function associated with the given `key` inside
