@@ -6,7 +6,8 @@
 #   L1 py add p50 ms   L2 js add p50 ms   L3 rust add p50 ms (and the ratios)   L4 py upload s
 #
 # The latency lines before the rows also give `py_noop` and `js_noop`, the floor of a call in each
-# language (docs/benchmarks.md, "The floor of a call").
+# language (docs/benchmarks.md, "The floor of a call"), and `py_bare` and `js_bare`, the same
+# without the SDK (issue 33, "Faster calls").
 #
 #   bash host/benches/lang.sh          # after `cargo build --release -p wasmrpc-host`
 #   LANG_ROUNDS=10 LANG_CALLS=200 bash host/benches/lang.sh
@@ -15,6 +16,7 @@ cd "$(dirname "$0")/../.."
 wasmrpc=target/release/wasmrpc
 mapfile -t built < <(bash host/benches/guests/build.sh)
 py=${built[0]} js=${built[1]} py_noop=${built[2]} js_noop=${built[3]}
+py_bare=${built[4]} js_bare=${built[5]}
 "$wasmrpc" build --profile guest --target-dir target/guests -p example-add >/dev/null
 rust=target/guests/wasm32-unknown-unknown/guest/example_add.component.wasm
 
@@ -31,13 +33,15 @@ export WASMRPC_SERVER="http://$address"
 "$wasmrpc" deploy js_add "$js" >/dev/null
 "$wasmrpc" deploy py_noop "$py_noop" >/dev/null 2>&1
 "$wasmrpc" deploy js_noop "$js_noop" >/dev/null 2>&1
+"$wasmrpc" deploy py_bare "$py_bare" >/dev/null 2>&1
+"$wasmrpc" deploy js_bare "$js_bare" >/dev/null 2>&1
 start=$(date +%s.%N)
 "$wasmrpc" deploy py_add "$py" >/dev/null
 "$wasmrpc" call py_add 'float32:[1]' 'float32:[2]' >/dev/null
 upload=$(echo "$(date +%s.%N) - $start" | bc)
 
 python3 host/benches/lang_latency.py "$address" "${LANG_CALLS:-200}" "${LANG_ROUNDS:-10}" \
-    rust_add py_noop py_add js_noop js_add | tee "$data/lat"
+    rust_add py_bare py_noop py_add js_bare js_noop js_add | tee "$data/lat"
 p50() { awk -v m="$1" '$1 == m { print $3 }' "$data/lat"; }
 ratio() { awk -v m="$1" '$1 == m { print $9 }' "$data/lat"; }
 row() { # id, what, value, target, pass

@@ -88,10 +88,12 @@ function delta(newer, older) {
   for (const [name, now] of newer.methods) {
     const before = older ? older.methods.get(name) : undefined;
     const beforeBuckets = new Map(before ? before.buckets : []);
+    // A counter that went down was reset (the server restarted): what it counts now is new.
+    const since = (now, then) => (now >= then ? now - then : now);
     result.set(name, {
-      calls: now.calls - (before ? before.calls : 0),
-      errors: now.errors - (before ? before.errors : 0),
-      buckets: now.buckets.map(([le, count]) => [le, count - (beforeBuckets.get(le) || 0)]),
+      calls: since(now.calls, before ? before.calls : 0),
+      errors: since(now.errors, before ? before.errors : 0),
+      buckets: now.buckets.map(([le, count]) => [le, since(count, beforeBuckets.get(le) || 0)]),
     });
   }
   return result;

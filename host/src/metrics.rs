@@ -1,5 +1,6 @@
 //! Call counts and latency histograms per method, rendered in the Prometheus text format; and
-//! per-version success and failure counts, which the KServe v2 statistics routes show.
+//! per-version success and failure counts with their queue and compute time, which the KServe v2
+//! statistics routes show and Triton's `nv_inference_*` metric names are rendered from.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -40,6 +41,30 @@ pub struct VersionStats {
     pub fail_ns: u64,
     /// When the last call ended, in milliseconds since the Unix epoch; 0 for none.
     pub last_call_ms: u64,
+    /// The successful calls' time waiting for admission (a call slot), in nanoseconds.
+    pub queue_ns: u64,
+    /// The successful calls' time after admission (instantiating and running the guest), in
+    /// nanoseconds.
+    pub compute_ns: u64,
+}
+
+/// How long a call took: in all, and waiting for admission (zero for a call that was not
+/// admitted here, or never reached admission).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallTimes {
+    /// From the arguments' check to the last output.
+    pub total: Duration,
+    /// Waiting for a call slot.
+    pub queued: Duration,
+}
+
+impl From<Duration> for CallTimes {
+    fn from(total: Duration) -> Self {
+        CallTimes {
+            total,
+            queued: Duration::ZERO,
+        }
+    }
 }
 
 /// The server's metrics.
@@ -76,8 +101,10 @@ impl Metrics {
         method: &str,
         version: u32,
         error: Option<Code>,
-        latency: Duration,
+        times: impl Into<CallTimes>,
     ) {
+        let times = times.into();
+        let latency = times.total;
         let mut methods = self.methods.lock().unwrap_or_else(|e| e.into_inner());
         if !methods.contains_key(tenant) {
             methods.insert(tenant.to_owned(), BTreeMap::new());
@@ -103,6 +130,11 @@ impl Metrics {
         if error.is_none() {
             of_version.success_count += 1;
             of_version.success_ns = of_version.success_ns.saturating_add(nanos);
+            let queued = u64::try_from(times.queued.as_nanos()).unwrap_or(u64::MAX);
+            of_version.queue_ns = of_version.queue_ns.saturating_add(queued);
+            of_version.compute_ns = of_version
+                .compute_ns
+                .saturating_add(nanos.saturating_sub(queued));
         } else {
             of_version.fail_count += 1;
             of_version.fail_ns = of_version.fail_ns.saturating_add(nanos);
@@ -237,6 +269,7 @@ impl Metrics {
                 "wasmrpc_call_duration_seconds_count{{{labels}}} {cumulative}"
             );
         }
+        triton_metrics(&mut out, all());
         drop(methods);
         let registrations = self.registrations.lock().unwrap_or_else(|e| e.into_inner());
         out.push_str("# HELP wasmrpc_registrations_total Components registered since start.\n");
@@ -280,6 +313,70 @@ impl Metrics {
     }
 }
 
+/// Triton's metric names (`nv_inference_*`), from the per-version counts, so that dashboards and
+/// autoscaling rules written for Triton read wasmrpc: labelled by `model` and `version` as
+/// Triton's are, and by `tenant` too (the same model name in two tenants is two models). A
+/// wasmrpc call is one inference and one execution (no batching). Like Triton's, a model's series
+/// go when it is unloaded (deleted).
+fn triton_metrics<'m>(
+    out: &mut String,
+    all: impl Iterator<Item = (&'m String, &'m String, &'m MethodStats)> + Clone,
+) {
+    type Value = fn(&VersionStats) -> u64;
+    const SERIES: [(&str, &str, Value); 7] = [
+        (
+            "nv_inference_request_success",
+            "Number of successful inference requests, all batch sizes",
+            |v| v.success_count,
+        ),
+        (
+            "nv_inference_request_failure",
+            "Number of failed inference requests, all batch sizes",
+            |v| v.fail_count,
+        ),
+        (
+            "nv_inference_count",
+            "Number of inferences performed (one per successful call)",
+            |v| v.success_count,
+        ),
+        (
+            "nv_inference_exec_count",
+            "Number of model executions performed (one per successful call)",
+            |v| v.success_count,
+        ),
+        (
+            "nv_inference_request_duration_us",
+            "Cumulative inference request duration in microseconds",
+            |v| v.success_ns.saturating_add(v.fail_ns) / 1000,
+        ),
+        (
+            "nv_inference_queue_duration_us",
+            "Cumulative inference queuing duration in microseconds",
+            |v| v.queue_ns / 1000,
+        ),
+        (
+            "nv_inference_compute_infer_duration_us",
+            "Cumulative compute inference duration in microseconds",
+            |v| v.compute_ns / 1000,
+        ),
+    ];
+    for (name, help, value) in SERIES {
+        let _ = writeln!(out, "# HELP {name} {help} (Triton's name).");
+        let _ = writeln!(out, "# TYPE {name} counter");
+        for (tenant, method, stats) in all.clone() {
+            for (version, counts) in &stats.versions {
+                let _ = writeln!(
+                    out,
+                    "{name}{{model=\"{}\",version=\"{version}\",tenant=\"{}\"}} {}",
+                    label(method),
+                    label(tenant),
+                    value(counts)
+                );
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,6 +398,35 @@ mod tests {
         assert!(text.contains(r#"method="add",le="0.0001"} 1"#));
         assert!(text.contains(r#"method="add",le="+Inf"} 2"#));
         assert_eq!(m.calls("t", "add"), 2);
+    }
+
+    #[test]
+    fn tritons_metric_names_count_each_version_with_its_queue_and_compute_time() {
+        let m = Metrics::default();
+        let times = |total_us, queued_us| CallTimes {
+            total: Duration::from_micros(total_us),
+            queued: Duration::from_micros(queued_us),
+        };
+        m.record_call("t", "add", 1, None, times(300, 100));
+        m.record_call("t", "add", 1, None, times(500, 0));
+        m.record_call("t", "add", 1, Some(Code::InvalidArgument), times(40, 0));
+        m.record_call("t", "add", 2, None, times(10, 0));
+        let text = m.render();
+        for line in [
+            r#"nv_inference_request_success{model="add",version="1",tenant="t"} 2"#,
+            r#"nv_inference_request_failure{model="add",version="1",tenant="t"} 1"#,
+            r#"nv_inference_count{model="add",version="1",tenant="t"} 2"#,
+            r#"nv_inference_exec_count{model="add",version="1",tenant="t"} 2"#,
+            r#"nv_inference_request_duration_us{model="add",version="1",tenant="t"} 840"#,
+            r#"nv_inference_queue_duration_us{model="add",version="1",tenant="t"} 100"#,
+            r#"nv_inference_compute_infer_duration_us{model="add",version="1",tenant="t"} 700"#,
+            r#"nv_inference_request_success{model="add",version="2",tenant="t"} 1"#,
+            "# TYPE nv_inference_queue_duration_us counter",
+        ] {
+            assert!(text.contains(line), "{line} missing from:\n{text}");
+        }
+        m.forget_versions("t", "add");
+        assert!(!m.render().contains("nv_inference_request_success{"));
     }
 
     #[test]

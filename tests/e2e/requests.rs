@@ -258,6 +258,14 @@ fn http2_prior_knowledge_and_metrics_work() {
         "{metrics}"
     );
     assert!(metrics.contains("wasmrpc_call_duration_seconds_bucket"));
+    // Triton's names, for dashboards written for Triton.
+    assert!(
+        metrics.contains(
+            r#"nv_inference_request_success{model="softmax",version="1",tenant="default"} 1"#
+        ),
+        "{metrics}"
+    );
+    assert!(metrics.contains("nv_inference_compute_infer_duration_us{model=\"softmax\""));
     // The client's name shows in the metrics (create's listing plus the call).
     assert!(
         metrics.contains(r#"wasmrpc_client_requests_total{client="e2e-h2"} 2"#),

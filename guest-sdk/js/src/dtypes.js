@@ -66,7 +66,11 @@ export class CodecError extends Error {}
  * component hands over a fresh copy, so the view is the caller's to keep).
  */
 export function decode(name, data, count, { littleEndian = LITTLE_ENDIAN } = {}) {
-  const info = dtypeInfo(name);
+  return decodeAs(dtypeInfo(name), data, count, littleEndian);
+}
+
+/** `decode` with the dtype's table entry ({@link dtypeInfo}) already looked up: the per-call path. */
+export function decodeAs(info, data, count, littleEndian = LITTLE_ENDIAN) {
   if (info.size === 0) return decodeVariable(info.kind, data, count);
   checkLength(data, count, info.size);
   switch (info.kind) {
@@ -101,7 +105,11 @@ export function decode(name, data, count, { littleEndian = LITTLE_ENDIAN } = {})
  * constructor converts) as wire bytes, returning a Uint8Array.
  */
 export function encode(name, values, { littleEndian = LITTLE_ENDIAN } = {}) {
-  const info = dtypeInfo(name);
+  return encodeAs(name, dtypeInfo(name), values, littleEndian);
+}
+
+/** `encode` with the dtype's table entry already looked up: the per-call path. */
+export function encodeAs(name, info, values, littleEndian = LITTLE_ENDIAN) {
   if (info.size === 0) return encodeVariable(info.kind, values);
   const typed = toTyped(name, info, values);
   switch (info.kind) {
@@ -146,7 +154,15 @@ function toTyped(name, info, values) {
  * global), whose typed array classes are not this module's, so `instanceof` would say no.
  */
 export function isA(value, Class) {
-  return Object.prototype.toString.call(value) === `[object ${Class.name}]`;
+  return Object.prototype.toString.call(value) === tagOf(Class);
+}
+
+// `[object Float32Array]` for Float32Array: made once a class, not once a check.
+const TAGS = new Map();
+function tagOf(Class) {
+  let tag = TAGS.get(Class);
+  if (tag === undefined) TAGS.set(Class, (tag = `[object ${Class.name}]`));
+  return tag;
 }
 
 /** A short description of a value's type for messages: `Int32Array`, `number`, `null`. */

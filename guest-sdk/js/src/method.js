@@ -3,9 +3,9 @@
 // (`signatures()` and `call(name, args)`). This is where arguments are decoded and checked against
 // their declaration, the implementation is called, and its outputs are checked and encoded.
 
-import { dtypeInfo, decode, describe, encode, isA, witDtypeName, CodecError } from "./dtypes.js";
+import { dtypeInfo, decodeAs, describe, encodeAs, isA, witDtypeName, CodecError } from "./dtypes.js";
 import { SdkError, toWitError } from "./errors.js";
-import { elementCount, formatShape, parseDeclaredShape, shapeMatches, witShape } from "./shapes.js";
+import { elementCount, formatShape, parseDeclaredShape, shapeMatches, shapeNumbers, witDims, witShape } from "./shapes.js";
 
 const DECLARATION = Symbol("wasmrpc.method");
 
@@ -164,30 +164,37 @@ function decodeArgs(method, specs, args) {
     const got = Array.isArray(args) ? args.length : describe(args);
     throw SdkError.invalidArgument(`method ${method} takes ${specs.length} argument${specs.length === 1 ? "" : "s"}, got ${got}`);
   }
-  return specs.map((spec, i) => {
-    const where = `argument \`${spec.name}\``;
-    const arg = args[i];
-    const info = dtypeInfo(spec.dtype);
-    if (arg?.dtype !== info.wit) {
-      throw SdkError.invalidArgument(`${where}: expected ${spec.dtype === "bytes" ? "string" : spec.dtype}, got ${witDtypeName(arg?.dtype)}`);
-    }
-    const shape = Array.from(arg.shape ?? [], Number);
-    if (shape.some((d) => !Number.isSafeInteger(d))) throw SdkError.invalidArgument(`${where}: a dimension is too large`);
-    const count = elementCount(shape);
-    if (count === undefined) throw SdkError.invalidArgument(`${where}: shape ${formatShape(shape)} has too many elements`);
-    if (!shapeMatches(spec.shape, shape)) {
-      throw SdkError.invalidArgument(`${where}: expected shape ${formatShape(spec.shape)}, got ${formatShape(shape)}`);
-    }
-    if (!isA(arg.data, Uint8Array)) throw SdkError.invalidArgument(`${where}: data must be a Uint8Array, got ${describe(arg.data)}`);
-    let data;
-    try {
-      data = decode(spec.dtype, arg.data, count);
-    } catch (e) {
-      if (e instanceof CodecError) throw SdkError.invalidArgument(`${where}: ${e.message}`);
-      throw e;
-    }
-    return { dtype: spec.dtype, shape, data };
-  });
+  // Indexed loops, and messages formatted only on a failure: this runs in every call (shapes.js).
+  const tensors = new Array(specs.length);
+  for (let i = 0; i < specs.length; i++) tensors[i] = decodeArg(specs[i], args[i]);
+  return tensors;
+}
+
+const argument = (spec) => `argument \`${spec.name}\``;
+
+function decodeArg(spec, arg) {
+  const info = dtypeInfo(spec.dtype);
+  if (arg?.dtype !== info.wit) {
+    throw SdkError.invalidArgument(`${argument(spec)}: expected ${spec.dtype === "bytes" ? "string" : spec.dtype}, got ${witDtypeName(arg?.dtype)}`);
+  }
+  const shape = shapeNumbers(arg.shape ?? []);
+  for (let d = 0; d < shape.length; d++) {
+    if (!Number.isSafeInteger(shape[d])) throw SdkError.invalidArgument(`${argument(spec)}: a dimension is too large`);
+  }
+  const count = elementCount(shape);
+  if (count === undefined) throw SdkError.invalidArgument(`${argument(spec)}: shape ${formatShape(shape)} has too many elements`);
+  if (!shapeMatches(spec.shape, shape)) {
+    throw SdkError.invalidArgument(`${argument(spec)}: expected shape ${formatShape(spec.shape)}, got ${formatShape(shape)}`);
+  }
+  if (!isA(arg.data, Uint8Array)) throw SdkError.invalidArgument(`${argument(spec)}: data must be a Uint8Array, got ${describe(arg.data)}`);
+  let data;
+  try {
+    data = decodeAs(info, arg.data, count);
+  } catch (e) {
+    if (e instanceof CodecError) throw SdkError.invalidArgument(`${argument(spec)}: ${e.message}`);
+    throw e;
+  }
+  return { dtype: spec.dtype, shape, data };
 }
 
 // The returned value as one tensor per declared output, each checked and encoded.
@@ -200,37 +207,42 @@ function encodeOutputs(method, specs, returned) {
   if (tensors.length !== specs.length) {
     throw SdkError.internal(`method ${method} returned ${Array.isArray(returned) ? returned.length : describe(returned)} outputs, but declares ${specs.length}`);
   }
-  return specs.map((spec, i) => encodeOutput(method, spec, tensors[i]));
+  const encoded = new Array(specs.length);
+  for (let i = 0; i < specs.length; i++) encoded[i] = encodeOutput(method, specs[i], tensors[i]);
+  return encoded;
 }
 
+const returned = (method, spec) => `method ${method} returned output \`${spec.name}\``;
+
 function encodeOutput(method, spec, tensor) {
-  const where = `method ${method} returned output \`${spec.name}\``;
   if (tensor === null || typeof tensor !== "object" || !("data" in tensor)) {
-    throw SdkError.internal(`${where} as ${describe(tensor)}; return a tensor { data, shape }`);
+    throw SdkError.internal(`${returned(method, spec)} as ${describe(tensor)}; return a tensor { data, shape }`);
   }
   if (tensor.dtype !== undefined && tensor.dtype !== spec.dtype) {
-    throw SdkError.internal(`${where} of dtype ${tensor.dtype}, but declares ${spec.dtype}`);
+    throw SdkError.internal(`${returned(method, spec)} of dtype ${tensor.dtype}, but declares ${spec.dtype}`);
   }
   const length = tensor.data?.length;
   // `shape` may be left out for a 1-D result.
-  const shape = tensor.shape === undefined ? [length] : Array.from(tensor.shape, Number);
-  if (!shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
-    throw SdkError.internal(`${where} with shape ${JSON.stringify(tensor.shape)}; dimensions are integers ≥ 0`);
+  const shape = tensor.shape === undefined ? [length] : shapeNumbers(tensor.shape);
+  for (let d = 0; d < shape.length; d++) {
+    if (!Number.isSafeInteger(shape[d]) || shape[d] < 0) {
+      throw SdkError.internal(`${returned(method, spec)} with shape ${JSON.stringify(tensor.shape)}; dimensions are integers ≥ 0`);
+    }
   }
   if (!shapeMatches(spec.shape, shape)) {
-    throw SdkError.internal(`${where} of shape ${formatShape(shape)}, but declares ${formatShape(spec.shape)}`);
+    throw SdkError.internal(`${returned(method, spec)} of shape ${formatShape(shape)}, but declares ${formatShape(spec.shape)}`);
   }
   if (elementCount(shape) !== length) {
-    throw SdkError.internal(`${where}: shape ${formatShape(shape)} holds ${elementCount(shape)} elements, got ${length ?? describe(tensor.data)}`);
+    throw SdkError.internal(`${returned(method, spec)}: shape ${formatShape(shape)} holds ${elementCount(shape)} elements, got ${length ?? describe(tensor.data)}`);
   }
   let data;
   try {
-    data = encode(spec.dtype, tensor.data);
+    data = encodeAs(spec.dtype, dtypeInfo(spec.dtype), tensor.data);
   } catch (e) {
     if (e instanceof CodecError || e instanceof TypeError || e instanceof RangeError) {
-      throw SdkError.internal(`${where}: ${e.message}`);
+      throw SdkError.internal(`${returned(method, spec)}: ${e.message}`);
     }
     throw e;
   }
-  return { dtype: dtypeInfo(spec.dtype).wit, shape: BigUint64Array.from(shape, BigInt), data };
+  return { dtype: dtypeInfo(spec.dtype).wit, shape: witDims(shape), data };
 }

@@ -98,6 +98,18 @@ test("outputs are checked against their declaration: a mismatch is internal", ()
   assert.deepEqual(Array.from(returning(["int8", []], { data: [7], shape: [] }).val[0].shape), []);
 });
 
+test("an output's shape may be any array-like or iterable of integers, and arrives as u64s", () => {
+  const shapes = [[2, 1], new Uint32Array([2, 1]), BigUint64Array.from([2n, 1n]), new Set([2, 1]), (function* () { yield 2; yield 1; })()];
+  for (const shape of shapes) {
+    const m = exportMethods({ f: fn({ returns: ["int8", [2, 1]] }, () => ({ data: [1, 2], shape })) });
+    const result = m.call("f", []);
+    assert.equal(result.tag, "ok", String(shape));
+    assert.deepEqual(Array.from(result.val[0].shape), [2n, 1n]);
+  }
+  const bad = exportMethods({ f: fn({ returns: "int8" }, () => ({ data: [1], shape: [1.5] })) });
+  assert.deepEqual(bad.call("f", []), err("internal", "method f returned output `output` with shape [1.5]; dimensions are integers ≥ 0"));
+});
+
 test("an async method's result is its promise's, encoded and checked as a synchronous one's", async () => {
   const m = exportMethods({
     ok: fn({ returns: "int8" }, async () => ({ data: [1] })),

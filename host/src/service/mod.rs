@@ -498,7 +498,14 @@ impl Service {
         // the guest with it; the guard still counts the call, as CANCELLED.
         let mut record = CallRecord::new(&self.metrics, registration);
         let executed = self
-            .admit_and_execute(caller, registration, args, timeout, placement)
+            .admit_and_execute(
+                caller,
+                registration,
+                args,
+                timeout,
+                placement,
+                &mut record.queued,
+            )
             .await;
         record.counted_elsewhere = executed.counted_elsewhere;
         record.code = executed.result.as_ref().err().map(ServiceError::code);
@@ -507,7 +514,8 @@ impl Service {
         executed.result
     }
 
-    /// [`Service::invoke`]'s checks, admission and execution, in that order.
+    /// [`Service::invoke`]'s checks, admission and execution, in that order; the time admission
+    /// took goes into `queued`.
     async fn admit_and_execute(
         &self,
         caller: &Caller,
@@ -515,6 +523,7 @@ impl Service {
         args: Vec<Tensor>,
         timeout: Duration,
         placement: &Placement,
+        queued: &mut Duration,
     ) -> Executed {
         if let Err(e) = self.check_placement(placement) {
             return Executed::here(Err(e));
@@ -522,11 +531,13 @@ impl Service {
         if let Err(why) = registration.signature.check_args(&args) {
             return Executed::here(Err(ServiceError::Arguments(why)));
         }
-        let admitted = match self
+        let admitting = Instant::now();
+        let admitted = self
             .admission
             .admit(&caller.tenant, &caller.quota, timeout)
-            .await
-        {
+            .await;
+        *queued = admitting.elapsed();
+        let admitted = match admitted {
             Ok(admitted) => admitted,
             Err(e) => return Executed::here(Err(e.into())),
         };
@@ -584,6 +595,8 @@ struct CallRecord<'a> {
     metrics: &'a Metrics,
     registration: &'a Registration,
     started: Instant,
+    /// How long admission took (zero until it ran).
+    queued: Duration,
     /// `None` for OK; stays CANCELLED unless the call finishes.
     code: Option<Code>,
     /// The worker that answered for the call counted it: not counted here too.
@@ -596,6 +609,7 @@ impl<'a> CallRecord<'a> {
             metrics,
             registration,
             started: Instant::now(),
+            queued: Duration::ZERO,
             code: Some(Code::Cancelled),
             counted_elsewhere: false,
         }
@@ -612,7 +626,10 @@ impl Drop for CallRecord<'_> {
             &self.registration.name,
             self.registration.version,
             self.code,
-            self.started.elapsed(),
+            crate::metrics::CallTimes {
+                total: self.started.elapsed(),
+                queued: self.queued,
+            },
         );
     }
 }

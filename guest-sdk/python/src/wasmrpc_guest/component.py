@@ -40,6 +40,12 @@ def _dtype(wit: str) -> "types.Dtype":
     return types.Dtype[wit.upper()]
 
 
+# Each generated enum member and its WIT case, both ways, made once: `Dtype.F32.name` and
+# `Dtype[...]` are Python-level calls, paid per tensor of every call otherwise.
+_WIT_OF = {d: d.name.lower() for d in types.Dtype}
+_DTYPE_OF = {wit: d for d, wit in _WIT_OF.items()}
+
+
 def _spec(spec: Spec) -> "types.TensorSpec":
     shape = None if spec.shape is None else list(spec.shape)
     return types.TensorSpec(name=spec.name, dtype=_dtype(spec.dtype.wit), shape=shape)
@@ -56,9 +62,10 @@ class Method(exports.Method):
         ]
 
     def call(self, name: str, args: List["types.Tensor"]) -> List["types.Tensor"]:
-        wires = [Wire(a.dtype.name.lower(), list(a.shape), a.data) for a in args]
+        wires = [Wire(_WIT_OF[a.dtype], a.shape, a.data) for a in args]
         try:
             outputs = REGISTRY.call(name, wires)
         except Error as e:
             raise Err(_ERROR_CASES[e.code](e.message)) from None
-        return [types.Tensor(dtype=_dtype(o.dtype), shape=o.shape, data=o.data) for o in outputs]
+        return [types.Tensor(dtype=_DTYPE_OF[o.dtype], shape=o.shape, data=o.data)
+                for o in outputs]

@@ -88,18 +88,18 @@ def _arguments(sig: Signature, args: Sequence[Wire]) -> List[Tensor]:
 
 
 def _argument(spec: Spec, arg: Wire) -> Tensor:
-    where = f"argument `{spec.name}`"
+    # The messages' "argument `x`" is only formatted on a failure: this runs for every argument.
     if arg.dtype != spec.dtype.wit:
-        raise InvalidArgument(
-            f"{where}: expected {spec.dtype.name}, got {dtypes.from_wit(arg.dtype).name}")
+        raise InvalidArgument(f"argument `{spec.name}`: expected {spec.dtype.name}, "
+                              f"got {dtypes.from_wit(arg.dtype).name}")
     shape = tuple(arg.shape)
     try:
         values = dtypes.decode(spec.dtype, arg.data, prod(shape))
     except Error as e:
-        raise type(e)(f"{where}: {e.message}") from None
+        raise type(e)(f"argument `{spec.name}`: {e.message}") from None
     if not matches(shape, spec.shape):
-        raise InvalidArgument(
-            f"{where}: expected shape {shape_text(spec.shape)}, got {shape_text(shape)}")
+        raise InvalidArgument(f"argument `{spec.name}`: expected shape "
+                              f"{shape_text(spec.shape)}, got {shape_text(shape)}")
     return Tensor._raw(spec.dtype, shape, values)
 
 
@@ -115,24 +115,24 @@ def _outputs(sig: Signature, result: object) -> List[Wire]:
 
 
 def _output(method: str, spec: Spec, value: object) -> Wire:
-    where = f"output `{spec.name}`"
     try:
         # A plain value (list, scalar, array, memoryview) takes the declared dtype.
         t = value if isinstance(value, Tensor) else Tensor(value, dtype=spec.dtype)
         if t._dtype is not None and t._dtype.wit != spec.dtype.wit:
-            raise Internal(f"method {method} returned {where} of dtype {t.dtype}, "
+            raise Internal(f"method {method} returned output `{spec.name}` of dtype {t.dtype}, "
                            f"but declares {spec.dtype.name}")
         if not matches(t.shape, spec.shape):
-            raise Internal(f"method {method} returned {where} of shape {shape_text(t.shape)}, "
+            raise Internal(f"method {method} returned output `{spec.name}` of shape "
+                           f"{shape_text(t.shape)}, "
                            f"but declares {shape_text(spec.shape)}")
         data = dtypes.encode(spec.dtype, t._values)
     except Internal:
         raise
     except Error as e:
-        raise type(e)(f"{where}: {e.message}") from None
+        raise type(e)(f"output `{spec.name}`: {e.message}") from None
     except (ValueError, TypeError, OverflowError) as e:
         # A value the function built that does not fit its declaration is the function's bug.
-        raise Internal(f"method {method}, {where}: {e}") from None
+        raise Internal(f"method {method}, output `{spec.name}`: {e}") from None
     return Wire(spec.dtype.wit, list(t.shape), data)
 
 

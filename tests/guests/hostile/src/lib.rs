@@ -17,6 +17,7 @@
 //! | `exit` | prints a line, then `std::process::exit(3)` | INTERNAL (the guest exited with status 1: WASI 0.2's `exit` carries only failure or success) |
 //! | `echo` | returns `x` | `x`: the component still works |
 //! | `write_marker` | leaves `WASMRPC-MARKER` all over `x` MiB of its heap (1 to 48), returns `x` | `x` |
+//! | `write_scattered_marker` | leaves `WASMRPC-MARKER` at the start of every other 4 KiB page of `x` MiB of its heap (1 to 48): hundreds of separate dirty regions, returns `x` | `x` |
 //! | `scan_marker` | grows its memory by 16 MiB, then scans its whole heap for `WASMRPC-MARKER`: uint8 scalar 1 if found, else 0 | 0 in a fresh instance |
 //!
 //! Build: `cargo build --target wasm32-wasip2 --release -p guest-hostile`.
@@ -194,6 +195,30 @@ pub fn write_marker(x: Tensor<f32>) -> Tensor<f32> {
     x
 }
 
+/// Leaves `WASMRPC-MARKER` at the start of every other 4 KiB page of `x` MiB of fresh heap (at
+/// least 1, at most 48) and leaks it: 128 separate dirty regions per MiB, with clean pages between
+/// them. Past its first 32 dirty regions a pooled memory is reset by the rescan patch
+/// (third_party/README.md), so the marker tests cover that path; returns `x`.
+#[wasmrpc_guest::method]
+pub fn write_scattered_marker(x: Tensor<f32>) -> Tensor<f32> {
+    let mib = x
+        .as_slice()
+        .first()
+        .map_or(1, |&v| v.clamp(1.0, 48.0) as usize);
+    let len = mib << 20;
+    // Not initialised: the allocation's fresh pages stay clean until a marker is written.
+    let mut buf: Vec<u8> = Vec::with_capacity(len);
+    let base = buf.as_mut_ptr();
+    for offset in (0..len).step_by(8192) {
+        // SAFETY: `offset + MARKER.len() <= len`, inside the allocation's capacity; the bytes
+        // are written through the raw pointer and never read back as the vector's elements.
+        unsafe { std::ptr::copy_nonoverlapping(MARKER.as_ptr(), base.add(offset), MARKER.len()) };
+    }
+    black_box(base);
+    std::mem::forget(buf);
+    x
+}
+
 /// Grows memory with a fresh 16 MiB allocation, then scans the whole heap, from `__heap_base` to
 /// the end of linear memory, for `WASMRPC-MARKER`: a uint8 scalar, 1 if found, else 0. The data
 /// segment (which holds the marker as a constant) lies below the heap and is not scanned. On
@@ -260,6 +285,7 @@ wasmrpc_guest::export!(
     exit,
     echo,
     write_marker,
+    write_scattered_marker,
     scan_marker,
 );
 
@@ -272,6 +298,7 @@ mod tests {
         let x = Tensor::from_vec(vec![1.0, 2.0]);
         assert_eq!(echo(x.clone()), x);
         assert_eq!(write_marker(x.clone()), x);
+        assert_eq!(write_scattered_marker(x.clone()), x);
         assert_eq!(
             fail(x).unwrap_err(),
             Error::failed_precondition("precondition failed on purpose")
