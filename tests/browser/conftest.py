@@ -116,31 +116,26 @@ class Page:
         ]
 
 
-@pytest.fixture
-def page(url):
-    driver = new_browser()
-    page = Page(driver, url)
+def open_page(base, width=1280, height=900):
+    """A tab on `base`'s console; at its end, the tab's console must hold no unexpected error."""
+    driver = new_browser(width, height)
+    page = Page(driver, base)
     yield page
     errors = page.console_errors()
     driver.quit()
     assert errors == [], f"the browser's console reported errors: {errors}"
+
+
+@pytest.fixture
+def page(url):
+    yield from open_page(url)
 
 
 @pytest.fixture
 def keyed_page(keyed_url):
-    driver = new_browser()
-    page = Page(driver, keyed_url)
-    yield page
-    errors = page.console_errors()
-    driver.quit()
-    assert errors == [], f"the browser's console reported errors: {errors}"
+    yield from open_page(keyed_url)
 
 
 @pytest.fixture
 def phone_page(url):
-    driver = new_browser(390, 844)
-    page = Page(driver, url)
-    yield page
-    errors = page.console_errors()
-    driver.quit()
-    assert errors == [], f"the browser's console reported errors: {errors}"
+    yield from open_page(url, 390, 844)
