@@ -258,17 +258,7 @@ pub fn infer_request(
     names: &[String],
     args: &[Tensor],
 ) -> Result<ModelInferRequest, Error> {
-    if names.len() != args.len() {
-        return Err(Error::new(
-            Code::InvalidArgument,
-            format!(
-                "`{name}` takes {} argument(s) ({}), got {}",
-                names.len(),
-                names.join(", "),
-                args.len()
-            ),
-        ));
-    }
+    crate::client::call::check_arity(name, names, args)?;
     let inputs = names
         .iter()
         .zip(args)

@@ -344,17 +344,7 @@ impl Client {
         args: &[Tensor],
         timeout: Duration,
     ) -> Result<Vec<Tensor>, Error> {
-        if names.len() != args.len() {
-            return Err(Error::new(
-                Code::InvalidArgument,
-                format!(
-                    "`{name}` takes {} argument(s) ({}), got {}",
-                    names.len(),
-                    names.join(", "),
-                    args.len()
-                ),
-            ));
-        }
+        check_arity(name, names, args)?;
         let inputs: Vec<(&str, &Tensor)> = names.iter().map(String::as_str).zip(args).collect();
         let timeout_us = (!timeout.is_zero())
             .then(|| u64::try_from(timeout.as_micros().max(1)).unwrap_or(u64::MAX));
@@ -499,6 +489,23 @@ fn check_outputs(specs: &[TensorSpec], outputs: &[Tensor]) -> Result<(), Error> 
         }
     }
     Ok(())
+}
+
+/// A call's arguments against the method's input names: INVALID_ARGUMENT, naming them, when the
+/// counts differ (checked here, for HTTP and gRPC alike, before anything is sent).
+pub(crate) fn check_arity(name: &str, names: &[String], args: &[Tensor]) -> Result<(), Error> {
+    if names.len() == args.len() {
+        return Ok(());
+    }
+    Err(Error::new(
+        Code::InvalidArgument,
+        format!(
+            "`{name}` takes {} argument(s) ({}), got {}",
+            names.len(),
+            names.join(", "),
+            args.len()
+        ),
+    ))
 }
 
 #[cfg(test)]

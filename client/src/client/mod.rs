@@ -32,7 +32,7 @@
 
 mod address;
 mod builder;
-mod call;
+pub(crate) mod call;
 mod method;
 mod pending;
 mod registry;
