@@ -183,6 +183,15 @@ impl App {
             service.join_cluster(cluster.executor(service.local_executor()), cluster.clone());
         }
         let service = Arc::new(service);
+        if let Some(traces) = &config.traces {
+            let worker = config.cluster.as_ref().map(|c| c.name.as_str());
+            if !crate::otel::install(traces, worker)? {
+                notices.push(
+                    "traces of this server go where the first server of this process sends                      them: one exporter a process"
+                        .to_owned(),
+                );
+            }
+        }
         for notice in &notices {
             tracing::warn!("{notice}");
         }
@@ -306,6 +315,8 @@ impl App {
         if let Some(task) = metrics {
             task.abort();
         }
+        // The spans of the last requests.
+        crate::otel::export::flush(crate::otel::export::FLUSH_TIMEOUT).await;
         served
     }
 }

@@ -184,6 +184,31 @@ pub struct ServeSettings {
     /// call that finds it full is refused with UNAVAILABLE, to be tried again.
     #[arg(long, env = "WASMRPC_CLUSTER_PAYLOAD_STORE_MIB")]
     pub cluster_payload_store_mib: Option<u64>,
+    /// Export traces over OTLP to this collector (e.g. `http://localhost:4318`; with
+    /// `--otlp-protocol grpc`, `http://localhost:4317`): each call's spans, children of the
+    /// caller's `traceparent` (docs/operations.md, "Traces"). Off without it.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
+    /// How traces are sent: `http/protobuf` (default) or `grpc`.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_PROTOCOL")]
+    pub otlp_protocol: Option<String>,
+    /// Headers sent with every export, as `key=value,key2=value2` (values percent-encoded): a
+    /// collector's API key, say.
+    // The variable's value may hold a secret: `--help` must not print it.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_HEADERS", hide_env_values = true)]
+    pub otlp_headers: Option<String>,
+    /// `service.name` of this server's spans (default: `wasmrpc`, or the one in
+    /// OTEL_RESOURCE_ATTRIBUTES).
+    #[arg(long, env = "OTEL_SERVICE_NAME")]
+    pub service_name: Option<String>,
+    /// Which traces are recorded: `parentbased_always_on` (default: those the caller records,
+    /// and all that start here), `parentbased_traceidratio`, `parentbased_always_off`,
+    /// `always_on`, `traceidratio`, `always_off`.
+    #[arg(long, env = "OTEL_TRACES_SAMPLER")]
+    pub traces_sampler: Option<String>,
+    /// The share of traces a `…traceidratio` sampler records, from 0 to 1 (default 1).
+    #[arg(long, env = "OTEL_TRACES_SAMPLER_ARG")]
+    pub traces_sampler_arg: Option<String>,
 }
 
 macro_rules! merge_fields {
@@ -239,7 +264,13 @@ impl ServeSettings {
             idle_timeout_s,
             max_connections_per_peer,
             cluster_secret_file,
-            cluster_payload_store_mib
+            cluster_payload_store_mib,
+            otlp_endpoint,
+            otlp_protocol,
+            otlp_headers,
+            service_name,
+            traces_sampler,
+            traces_sampler_arg
         );
         self
     }
@@ -418,8 +449,18 @@ impl ServeSettings {
                 "--name is a worker's name in a cluster: give --cluster nats://HOST:PORT too"
             ),
         };
+        let traces = crate::otel::TraceFlags {
+            endpoint: self.otlp_endpoint.clone(),
+            protocol: self.otlp_protocol.clone(),
+            headers: self.otlp_headers.clone(),
+            service_name: self.service_name.clone(),
+            sampler: self.traces_sampler.clone(),
+            sampler_arg: self.traces_sampler_arg.clone(),
+        }
+        .resolve()?;
         Ok(ServerConfig {
             cluster,
+            traces,
             listen: self
                 .listen
                 .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
@@ -505,6 +546,8 @@ pub struct ServerConfig {
     pub tenant_max_queued: usize,
     /// The cluster to join, if any.
     pub cluster: Option<ClusterSettings>,
+    /// Where traces are exported, if anywhere.
+    pub traces: Option<crate::otel::TraceSettings>,
 }
 
 /// `$XDG_DATA_HOME/wasmrpc`, else `~/.local/share/wasmrpc`, else `./wasmrpc-data`.

@@ -25,6 +25,7 @@ mod execute;
 mod grpc;
 mod log_format;
 mod metrics;
+mod otel;
 mod redact;
 mod registry;
 mod runtime;

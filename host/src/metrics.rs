@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use wasmrpc_proto::Code;
@@ -302,6 +303,26 @@ impl Metrics {
             "wasmrpc_calls_in_instances_made_ahead_total {}",
             crate::runtime::calls_in_ready_instances()
         );
+        let spans = crate::otel::export::stats();
+        out.push_str("# HELP wasmrpc_trace_spans_exported_total Spans the OTLP collector took.\n");
+        out.push_str("# TYPE wasmrpc_trace_spans_exported_total counter\n");
+        let _ = writeln!(
+            out,
+            "wasmrpc_trace_spans_exported_total {}",
+            spans.exported.load(Ordering::Relaxed)
+        );
+        out.push_str("# HELP wasmrpc_trace_spans_dropped_total Spans not exported: queue_full (more than the exporter's queue holds), export_failed (the collector did not take them).\n");
+        out.push_str("# TYPE wasmrpc_trace_spans_dropped_total counter\n");
+        for (reason, n) in [
+            ("queue_full", &spans.dropped_queue_full),
+            ("export_failed", &spans.dropped_export_failed),
+        ] {
+            let _ = writeln!(
+                out,
+                "wasmrpc_trace_spans_dropped_total{{reason=\"{reason}\"}} {}",
+                n.load(Ordering::Relaxed)
+            );
+        }
         out.push_str("# HELP wasmrpc_compiles_total Components compiled by this process (loads of a stored artifact are not counted).\n");
         out.push_str("# TYPE wasmrpc_compiles_total counter\n");
         let _ = writeln!(

@@ -41,5 +41,6 @@ mod sandbox;
 mod secrets;
 mod tenants;
 mod tls;
+mod traces;
 mod uploads;
 mod wasi_world;

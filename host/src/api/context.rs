@@ -152,7 +152,7 @@ where
 {
     type Response = Response;
     type Error = S::Error;
-    type Future = TaskLocalFuture<RequestContext, Timed<Instrumented<S::Future>>>;
+    type Future = TaskLocalFuture<RequestContext, TracedRequest<Timed<Instrumented<S::Future>>>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
@@ -182,12 +182,22 @@ where
             )
         };
         let started = tracing::enabled!(tracing::Level::DEBUG).then(Instant::now);
+        // The request's OpenTelemetry span, if traces are exported (`otel/request.rs`).
+        let trace = crate::otel::request::begin(&req);
         let inner = self.inner.call(req).instrument(span);
-        REQUEST.scope(context, Timed { inner, started })
+        REQUEST.scope(
+            context,
+            crate::otel::request::scope(trace, Timed { inner, started }),
+        )
     }
 }
 
-/// The response future, which logs at `debug` how the request ended and how long it took.
+/// A request's future with its trace in scope.
+pub type TracedRequest<F> =
+    TaskLocalFuture<std::cell::RefCell<Option<crate::otel::request::Current>>, F>;
+
+/// The response future, which logs at `debug` how the request ended and how long it took, and
+/// ends the request's span.
 #[pin_project::pin_project]
 pub struct Timed<F> {
     #[pin]
@@ -205,6 +215,9 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let out = std::task::ready!(this.inner.poll(cx));
+        if let Ok(response) = &out {
+            crate::otel::request::end(response);
+        }
         if let (Some(started), Ok(response)) = (this.started, &out) {
             tracing::debug!(
                 status = response.status().as_u16(),

@@ -10,7 +10,8 @@ use wasmrpc_proto::Tensor;
 use super::{Call, Executed, Executor, ModuleCache};
 use crate::admission::LocalSlots;
 use crate::error::ServiceError;
-use crate::runtime::Runtime;
+use crate::runtime::{Phases, Runtime};
+use crate::service::trace;
 use crate::threads::lanes::{LaneFailure, Lanes};
 
 /// The executor that runs every call here.
@@ -48,13 +49,24 @@ impl LocalExecutor {
             ..
         } = call;
         let tenant = &registration.tenant;
+        let traced = crate::otel::enabled();
+        let loading = Instant::now();
+        let loaded_before = traced && self.modules.ready(&registration.digest).is_some();
         // Loading a component on first use does not count against the call's deadline.
         let module = self.modules.get(&registration.digest, tenant).await?;
+        if traced && !loaded_before {
+            trace::loaded(loading, registration);
+        }
         let started = Instant::now();
         let slot = self
             .slots
             .admit(tenant, limits.share, limits.deadline)
             .await?;
+        let admitted = traced.then(Instant::now);
+        let mut phases = Phases {
+            keep_log: traced && trace::wants_log(),
+            ..Phases::default()
+        };
         let placement = self.lanes.place(tenant, self.slots.running_of(tenant));
         let runtime = self.runtime.clone();
         let export = registration.export.clone();
@@ -64,19 +76,26 @@ impl LocalExecutor {
             // is gone, so the instance pool never holds more than the admitted calls, besides
             // the finished calls' stores of `runtime/retire.rs`, which have slots of their own.
             let _slot = slot;
-            runtime
-                .call(
+            let result = runtime
+                .call_in_phases(
                     &module,
                     &export,
                     args,
                     limits.deadline,
                     started,
                     limits.memory,
+                    &mut phases,
                 )
-                .await
+                .await;
+            (result, phases)
         });
         match self.lanes.run(placement, call).await {
-            Ok(result) => Ok(result?),
+            Ok((result, mut phases)) => {
+                if let Some(admitted) = admitted {
+                    trace::ran(started, admitted, &mut phases);
+                }
+                Ok(result?)
+            }
             Err(LaneFailure::Start(e)) => Err(ServiceError::unavailable_because(
                 "the server could not start a thread to run the call; try again",
                 e,

@@ -152,6 +152,20 @@ fn load_error(e: wasmtime::Error) -> UploadError {
     }
 }
 
+/// When a call's steps happened, for its trace (`otel/`).
+#[derive(Debug, Default)]
+pub struct Phases {
+    /// Whether to keep the guest's log (for the trace's events).
+    pub keep_log: bool,
+    /// When the instance was ready (the call's guest code about to run).
+    pub instantiated: Option<Instant>,
+    /// When the guest returned, failed or ran out of time.
+    pub finished: Option<Instant>,
+    /// The guest's log (its head), and the bytes dropped past the limit, if `keep_log` and it
+    /// wrote any.
+    pub log: Option<(String, usize)>,
+}
+
 /// The wasmtime engine and everything shared by all calls.
 pub struct Runtime {
     engine: Engine,
@@ -493,6 +507,27 @@ impl Runtime {
         started: Instant,
         memory: usize,
     ) -> Result<Vec<Tensor>, GuestFailure> {
+        let mut phases = Phases::default();
+        self.call_in_phases(module, method, args, deadline, started, memory, &mut phases)
+            .await
+    }
+
+    /// [`Runtime::call`], noting in `phases` when the instance was ready and the guest done (and
+    /// its log, when `phases.keep_log` asks), for the call's trace.
+    ///
+    /// # Errors
+    /// As [`Runtime::call`].
+    #[allow(clippy::too_many_arguments)]
+    pub async fn call_in_phases(
+        &self,
+        module: &Module,
+        method: &str,
+        args: Vec<Tensor>,
+        deadline: Duration,
+        started: Instant,
+        memory: usize,
+        phases: &mut Phases,
+    ) -> Result<Vec<Tensor>, GuestFailure> {
         let memory = memory.min(self.config.memory_per_call);
         let remaining = deadline.saturating_sub(started.elapsed());
         // An instance this thread made ahead, or a new one (`runtime/ahead.rs`); one made
@@ -503,7 +538,7 @@ impl Runtime {
                 None => (self.new_store(remaining, memory), None),
             };
         let result = self
-            .call_in(&mut store, instance, module, method, args, deadline)
+            .call_in(&mut store, instance, module, method, args, deadline, phases)
             .await;
         // Reset after the answer is out where this thread can (`runtime/retire.rs`), and make
         // the next instance ahead when the thread keeps calling this component.
@@ -522,6 +557,7 @@ impl Runtime {
     }
 
     /// [`Runtime::call`] in `store`, in `instance` if one was made ahead.
+    #[allow(clippy::too_many_arguments)]
     async fn call_in(
         &self,
         store: &mut Store<CallState>,
@@ -530,6 +566,7 @@ impl Runtime {
         method: &str,
         args: Vec<Tensor>,
         deadline: Duration,
+        phases: &mut Phases,
     ) -> Result<Vec<Tensor>, GuestFailure> {
         let wit_args: Vec<_> = args.iter().map(convert::tensor_to_wit).collect();
         let deadline_at = store.data().deadline_at;
@@ -546,15 +583,20 @@ impl Runtime {
                         .await?
                 }
             };
+            phases.instantiated = Some(Instant::now());
             let call = module.call.get(&instance, &mut *store)?;
             let called = call.call_async(&mut *store, (method, &wit_args)).await;
             Ok(called.map(|(Lifted(outputs),)| outputs))
         })
         .await;
+        phases.finished = Some(Instant::now());
         drop(wit_args);
         drop(args);
         let log = &store.data().log;
         let (text, dropped) = log.contents();
+        if phases.keep_log && !text.is_empty() {
+            phases.log = Some((text.clone(), dropped));
+        }
         if !text.is_empty() {
             // The head, and after a flood also the end the head had no room for.
             let end = log.dropped_end();

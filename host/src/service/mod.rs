@@ -11,6 +11,7 @@
 //! Every failure is a [`ServiceError`], kept structured until the API maps it to a code.
 
 mod peers;
+pub(crate) mod trace;
 
 pub use crate::error::ServiceError;
 pub use crate::execute::Placement;
@@ -70,6 +71,8 @@ pub struct PeerCall {
     pub args: Vec<Tensor>,
     /// What the call may use, the deadline left included.
     pub limits: CallLimits,
+    /// The trace it is part of: the calling worker's `forward` span.
+    pub trace: Option<crate::otel::SpanContext>,
 }
 
 /// The largest component a caller may upload, and whose limit it is.
@@ -313,9 +316,13 @@ impl Service {
         // through the whole load, which repairs it.
         let digest = Digest::of(&component);
         let known = self.registry.tenant_uses(tenant, &digest);
-        let (module, artifact) = match self.modules.ready(&digest).filter(|_| known) {
-            Some(module) => (module, None),
-            None => self.modules.load(component.clone(), tenant).await?,
+        let loading = Instant::now();
+        let (module, artifact, compiled) = match self.modules.ready(&digest).filter(|_| known) {
+            Some(module) => (module, None, None),
+            None => {
+                let (module, artifact) = self.modules.load(component.clone(), tenant).await?;
+                (module, artifact, Some((loading, Instant::now())))
+            }
         };
         let signature = choose_export(&module, name, export)?.clone();
         let new = NewRegistration {
@@ -334,6 +341,7 @@ impl Service {
         let module = self.modules.keep(artifact, module).await;
         self.modules.insert(registration.digest, module);
         self.metrics.record_registration(tenant.as_str());
+        trace::registered(&registration, compiled);
         tracing::info!(
             target: "audit",
             %tenant,
@@ -493,10 +501,29 @@ impl Service {
         timeout: Duration,
         placement: &Placement,
     ) -> Result<Vec<Tensor>, ServiceError> {
+        // A call that no request carries (the embedded server's) gets a trace of its own.
+        if let Some(own) = trace::own_call_span(&method.registration.name) {
+            let call = self.invoke_in_trace(caller, method, args, timeout, placement);
+            return Box::pin(crate::otel::request::scope(Some(own), call)).await;
+        }
+        self.invoke_in_trace(caller, method, args, timeout, placement)
+            .await
+    }
+
+    /// [`Service::invoke`], in the request's trace (if any).
+    async fn invoke_in_trace(
+        &self,
+        caller: &Caller,
+        method: &Resolved,
+        args: Vec<Tensor>,
+        timeout: Duration,
+        placement: &Placement,
+    ) -> Result<Vec<Tensor>, ServiceError> {
         let registration = &method.registration;
         // If the caller goes away mid-call (the client disconnected), this future is dropped and
         // the guest with it; the guard still counts the call, as CANCELLED.
         let mut record = CallRecord::new(&self.metrics, registration);
+        let bytes_in = crate::otel::enabled().then(|| trace::tensor_bytes(&args));
         let executed = self
             .admit_and_execute(
                 caller,
@@ -510,8 +537,16 @@ impl Service {
         record.counted_elsewhere = executed.counted_elsewhere;
         record.code = executed.result.as_ref().err().map(ServiceError::code);
         drop(record);
+        if let Some(bytes_in) = bytes_in {
+            trace::call_ended(registration, self.worker_name(), bytes_in, &executed.result);
+        }
         answer_with_the_others().await;
         executed.result
+    }
+
+    /// This worker's name in its cluster, if it is in one.
+    fn worker_name(&self) -> Option<&str> {
+        self.peers.as_ref().map(|p| p.this_worker())
     }
 
     /// [`Service::invoke`]'s checks, admission and execution, in that order; the time admission
@@ -537,6 +572,7 @@ impl Service {
             .admit(&caller.tenant, &caller.quota, timeout)
             .await;
         *queued = admitting.elapsed();
+        trace::admission(admitting, *queued);
         let admitted = match admitted {
             Ok(admitted) => admitted,
             Err(e) => return Executed::here(Err(e.into())),
@@ -558,7 +594,17 @@ impl Service {
     /// # Errors
     /// NOT_FOUND when this worker does not know that version; as [`Service::invoke`] otherwise.
     pub async fn serve_peer(&self, call: PeerCall) -> Result<Vec<Tensor>, ServiceError> {
+        let span = trace::peer_call_span(call.trace.as_ref(), &call.name, self.worker_name());
+        Box::pin(crate::otel::request::scope(
+            span,
+            self.serve_peer_in_trace(call),
+        ))
+        .await
+    }
+
+    async fn serve_peer_in_trace(&self, call: PeerCall) -> Result<Vec<Tensor>, ServiceError> {
         let registration = self.lookup(&call.tenant, &call.name, Some(call.version))?;
+        let bytes_in = crate::otel::enabled().then(|| trace::tensor_bytes(&call.args));
         let mut record = CallRecord::new(&self.metrics, &registration);
         // Checked by the first worker; checked again because a worker answers for what it runs.
         let result = match registration.signature.check_args(&call.args) {
@@ -575,6 +621,9 @@ impl Service {
             }
         };
         record.code = result.as_ref().err().map(ServiceError::code);
+        if let Some(bytes_in) = bytes_in {
+            trace::call_ended(&registration, self.worker_name(), bytes_in, &result);
+        }
         result
     }
 }

@@ -6,6 +6,7 @@ pub mod guests;
 pub mod handmade;
 pub mod http;
 pub mod nats;
+pub mod otlp;
 pub mod python;
 pub mod server;
 pub mod source_guests;

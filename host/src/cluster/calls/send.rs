@@ -7,6 +7,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use async_nats::HeaderMap;
+
+use crate::otel;
 use bytes::Bytes;
 use futures_util::StreamExt as _;
 use wasmrpc_proto::{Code, Tensor, tensor_list};
@@ -162,7 +164,53 @@ impl Calls {
         }
     }
 
+    /// Send `call` to `worker` once, in a `forward` span (when traced) whose context goes with
+    /// it: the spans there are its children.
     async fn attempt(&self, worker: &str, call: &Outgoing<'_>, body: &Bytes) -> Attempt {
+        let Some(parent) = crate::otel::request::current_context() else {
+            return self.attempt_in(worker, call, body, None).await;
+        };
+        let name = &call.registration.name;
+        let started = Instant::now();
+        let Some(mut span) = otel::start(
+            Some(&parent),
+            format!("forward {name}"),
+            otel::Kind::Client,
+            started,
+        ) else {
+            return self.attempt_in(worker, call, body, Some(&parent)).await;
+        };
+        span.set("rpc.system", "wasmrpc");
+        span.set("rpc.method", name.clone());
+        span.set("messaging.system", "nats");
+        span.set("messaging.destination.name", subject(worker));
+        span.set("wasmrpc.worker", worker.to_owned());
+        span.set("wasmrpc.bytes_in", body.len());
+        let attempt = self
+            .attempt_in(worker, call, body, Some(&span.context()))
+            .await;
+        match &attempt {
+            Attempt::Done(Ok(_)) => span.set("wasmrpc.code", "OK"),
+            Attempt::Done(Err(e)) | Attempt::Failed(e) => {
+                span.set("wasmrpc.code", e.code().as_str());
+                span.fail(e.public_message().unwrap_or_default());
+            }
+            Attempt::Gone(why) => {
+                span.set("wasmrpc.code", "UNAVAILABLE");
+                span.fail(why.clone());
+            }
+        }
+        span.end_at(Instant::now());
+        attempt
+    }
+
+    async fn attempt_in(
+        &self,
+        worker: &str,
+        call: &Outgoing<'_>,
+        body: &Bytes,
+        trace: Option<&otel::SpanContext>,
+    ) -> Attempt {
         let left = call.deadline.saturating_sub(call.started.elapsed());
         if left.is_zero() {
             return Attempt::Failed(ServiceError::Remote {
@@ -182,6 +230,12 @@ impl Calls {
                 .expect("limits serialise")
                 .as_str(),
         );
+        if let Some(trace) = trace {
+            headers.insert(otel::context::TRACEPARENT, trace.traceparent().as_str());
+            if let Some(state) = &trace.state {
+                headers.insert(otel::context::TRACESTATE, &**state);
+            }
+        }
         // A request made while the connection is down would wait in the NATS client and go out
         // when it is back, however long after the caller was answered: never send it.
         if !self.nats_connected() {

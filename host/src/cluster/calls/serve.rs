@@ -212,6 +212,14 @@ impl Calls {
         }
         let args =
             tensor_list::decode(&body).map_err(|e| ServiceError::Arguments(e.to_string()))?;
+        // The calling worker's `forward` span, whose child this call's span is.
+        let trace = header(msg, crate::otel::context::TRACEPARENT).and_then(|tp| {
+            let state = header(msg, crate::otel::context::TRACESTATE);
+            crate::otel::SpanContext::from_headers(
+                tp.as_bytes(),
+                state.as_deref().map(str::as_bytes),
+            )
+        });
         service
             .serve_peer(PeerCall {
                 tenant,
@@ -219,6 +227,7 @@ impl Calls {
                 version,
                 args,
                 limits: carried.with_deadline(Duration::from_millis(timeout_ms)),
+                trace,
             })
             .await
     }

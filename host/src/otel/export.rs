@@ -1,0 +1,384 @@
+//! The exporter: finished spans wait in one bounded queue, and a thread of their own sends them
+//! in batches to the collector, over OTLP/HTTP (protobuf) or OTLP/gRPC.
+//!
+//! A call's only cost is a lock and a push: the thread is woken when a batch is full, else by its
+//! timer, never per span. When the queue is full a span is dropped and counted
+//! (`wasmrpc_trace_spans_dropped_total{reason="queue_full"}`); a batch the collector does not
+//! take is dropped and counted too (`reason="export_failed"`) with a warning at most once a
+//! minute, so a collector that is down costs a warning and nothing else.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::sync::Notify;
+
+use super::encode::{Origin, export_request};
+use super::settings::{Protocol, TraceSettings};
+use super::span::SpanRecord;
+
+/// How often at most a failing export is logged.
+const WARN_EVERY: Duration = Duration::from_secs(60);
+/// The longest a server's shutdown waits for its last spans to leave.
+pub const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The gRPC method spans are sent to.
+const GRPC_EXPORT: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+
+/// Counts of what became of spans, for `/metrics`.
+#[derive(Debug, Default)]
+pub struct ExportStats {
+    /// Spans the collector took.
+    pub exported: AtomicU64,
+    /// Spans dropped because the queue was full.
+    pub dropped_queue_full: AtomicU64,
+    /// Spans dropped because their export failed.
+    pub dropped_export_failed: AtomicU64,
+}
+
+/// The queue between the calls and the exporter's thread.
+struct Exporter {
+    queue: Mutex<Vec<SpanRecord>>,
+    /// Woken when a batch is full, or to flush.
+    wake: Notify,
+    /// Woken by the thread once the queue was emptied after a flush was asked for.
+    flushed: Notify,
+    max_queue: usize,
+    max_batch: usize,
+}
+
+static EXPORTER: OnceLock<Arc<Exporter>> = OnceLock::new();
+static STATS: ExportStats = ExportStats {
+    exported: AtomicU64::new(0),
+    dropped_queue_full: AtomicU64::new(0),
+    dropped_export_failed: AtomicU64::new(0),
+};
+
+/// What became of spans so far.
+pub fn stats() -> &'static ExportStats {
+    &STATS
+}
+
+/// Hand a finished span to the exporter (a no-op when none is installed).
+pub fn submit(span: SpanRecord) {
+    let Some(exporter) = EXPORTER.get() else {
+        return;
+    };
+    let mut queue = exporter
+        .queue
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if queue.len() >= exporter.max_queue {
+        drop(queue);
+        STATS.dropped_queue_full.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    queue.push(span);
+    let full = queue.len() == exporter.max_batch;
+    drop(queue);
+    if full {
+        exporter.wake.notify_one();
+    }
+}
+
+/// Start the exporter's thread, sending to `settings`' collector as `origin`. Once a process:
+/// a second call (another embedded server) keeps the first exporter.
+///
+/// # Errors
+/// The thread or its runtime could not be started, or the CA file cannot be read.
+pub fn install(settings: &TraceSettings, origin: Origin) -> anyhow::Result<bool> {
+    if EXPORTER.get().is_some() {
+        return Ok(false);
+    }
+    let tls = match settings.endpoint.starts_with("https:") {
+        true => Some(tls_config(settings)?),
+        false => None,
+    };
+    let exporter = Arc::new(Exporter {
+        queue: Mutex::new(Vec::with_capacity(settings.max_batch)),
+        wake: Notify::new(),
+        flushed: Notify::new(),
+        max_queue: settings.max_queue,
+        max_batch: settings.max_batch,
+    });
+    if EXPORTER.set(exporter.clone()).is_err() {
+        return Ok(false);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let sender = Sender {
+        settings: settings.clone(),
+        origin,
+        tls,
+        connection: None,
+        last_warning: None,
+    };
+    std::thread::Builder::new()
+        .name("wasmrpc-otlp".into())
+        .spawn(move || runtime.block_on(sender.run(exporter)))?;
+    Ok(true)
+}
+
+/// Send what is queued now and wait (at most `timeout`) until it has left: a server's last
+/// spans at shutdown.
+pub async fn flush(timeout: Duration) {
+    let Some(exporter) = EXPORTER.get() else {
+        return;
+    };
+    let flushed = exporter.flushed.notified();
+    exporter.wake.notify_one();
+    let _ = tokio::time::timeout(timeout, flushed).await;
+}
+
+/// The exporter's thread: batches out, one export at a time.
+struct Sender {
+    settings: TraceSettings,
+    origin: Origin,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    connection: Option<Connection>,
+    last_warning: Option<Instant>,
+}
+
+impl Sender {
+    async fn run(mut self, exporter: Arc<Exporter>) {
+        loop {
+            let _ = tokio::time::timeout(self.settings.delay, exporter.wake.notified()).await;
+            loop {
+                let batch: Vec<SpanRecord> = {
+                    let mut queue = exporter
+                        .queue
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    let n = queue.len().min(self.settings.max_batch);
+                    if n == queue.len() {
+                        std::mem::take(&mut *queue)
+                    } else {
+                        queue.drain(..n).collect()
+                    }
+                };
+                if batch.is_empty() {
+                    break;
+                }
+                let body = export_request(&self.origin, &batch);
+                let n = batch.len() as u64;
+                drop(batch);
+                match tokio::time::timeout(self.settings.timeout, self.send(body)).await {
+                    Ok(Ok(())) => {
+                        STATS.exported.fetch_add(n, Ordering::Relaxed);
+                    }
+                    failed => {
+                        STATS.dropped_export_failed.fetch_add(n, Ordering::Relaxed);
+                        self.connection = None;
+                        let why = match failed {
+                            Ok(Err(e)) => e,
+                            _ => format!("no answer within {:?}", self.settings.timeout),
+                        };
+                        self.warn(n, &why);
+                    }
+                }
+            }
+            exporter.flushed.notify_waiters();
+        }
+    }
+
+    fn warn(&mut self, spans: u64, why: &str) {
+        if self
+            .last_warning
+            .is_some_and(|at| at.elapsed() < WARN_EVERY)
+        {
+            return;
+        }
+        self.last_warning = Some(Instant::now());
+        tracing::warn!(
+            endpoint = %self.settings.endpoint,
+            spans,
+            "could not export spans ({why}); they are dropped, calls go on (counted in \
+             wasmrpc_trace_spans_dropped_total; this warning at most once a minute)"
+        );
+    }
+
+    async fn send(&mut self, body: Vec<u8>) -> Result<(), String> {
+        let uri: http::Uri = self.settings.endpoint.parse().map_err(|e| format!("{e}"))?;
+        let (path, content_type, body) = match self.settings.protocol {
+            Protocol::HttpProtobuf => (
+                uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
+                "application/x-protobuf",
+                Bytes::from(body),
+            ),
+            Protocol::Grpc => {
+                let base = uri.path().trim_end_matches('/');
+                let mut framed = Vec::with_capacity(body.len() + 5);
+                framed.push(0);
+                framed.extend_from_slice(&(body.len() as u32).to_be_bytes());
+                framed.extend_from_slice(&body);
+                (
+                    format!("{base}{GRPC_EXPORT}"),
+                    "application/grpc",
+                    Bytes::from(framed),
+                )
+            }
+        };
+        if self.connection.as_ref().is_none_or(Connection::is_closed) {
+            self.connection = Some(self.connect(&uri).await?);
+        }
+        let authority = uri.authority().map_or("", |a| a.as_str()).to_owned();
+        let scheme = uri.scheme_str().unwrap_or("http");
+        let mut request = http::Request::post(format!("{scheme}://{authority}{path}"))
+            .header(http::header::CONTENT_TYPE, content_type)
+            .header(
+                http::header::USER_AGENT,
+                concat!("wasmrpc/", env!("CARGO_PKG_VERSION")),
+            );
+        if self.settings.protocol == Protocol::Grpc {
+            request = request.header("te", "trailers");
+        } else {
+            request = request.header(http::header::HOST, authority.as_str());
+        }
+        for (k, v) in &self.settings.headers {
+            request = request.header(k.as_str(), v.as_str());
+        }
+        let request = request.body(Full::new(body)).map_err(|e| e.to_string())?;
+        let connection = self.connection.as_mut().expect("connected above");
+        let response = connection.send(request).await?;
+        let status = response.status();
+        let grpc_status_in_headers = grpc_status(response.headers());
+        let collected = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("reading the collector's answer: {e}"))?;
+        if !status.is_success() {
+            return Err(format!("the collector answered HTTP {status}"));
+        }
+        if self.settings.protocol == Protocol::Grpc {
+            let code = grpc_status_in_headers
+                .or_else(|| collected.trailers().and_then(grpc_status))
+                .unwrap_or_else(|| ("missing".to_owned(), String::new()));
+            if code.0 != "0" {
+                return Err(format!(
+                    "the collector answered gRPC status {} {}",
+                    code.0, code.1
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    async fn connect(&self, uri: &http::Uri) -> Result<Connection, String> {
+        let host = uri.host().ok_or("the endpoint has no host")?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let tls = uri.scheme_str() == Some("https");
+        let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+        let tcp = tokio::net::TcpStream::connect((host, port))
+            .await
+            .map_err(|e| format!("connecting to {host}:{port}: {e}"))?;
+        let _ = tcp.set_nodelay(true);
+        let h2 = self.settings.protocol == Protocol::Grpc;
+        match &self.tls {
+            None => handshake(TokioIo::new(tcp), h2).await,
+            Some(config) => {
+                let name = rustls::pki_types::ServerName::try_from(host.to_owned())
+                    .map_err(|e| format!("{host}: {e}"))?;
+                let stream = tokio_rustls::TlsConnector::from(config.clone())
+                    .connect(name, tcp)
+                    .await
+                    .map_err(|e| format!("TLS with {host}: {e}"))?;
+                handshake(TokioIo::new(stream), h2).await
+            }
+        }
+    }
+}
+
+/// A connection to the collector, kept between exports.
+enum Connection {
+    Http1(hyper::client::conn::http1::SendRequest<Full<Bytes>>),
+    Http2(hyper::client::conn::http2::SendRequest<Full<Bytes>>),
+}
+
+impl Connection {
+    fn is_closed(&self) -> bool {
+        match self {
+            Connection::Http1(s) => s.is_closed(),
+            Connection::Http2(s) => s.is_closed(),
+        }
+    }
+
+    async fn send(
+        &mut self,
+        request: http::Request<Full<Bytes>>,
+    ) -> Result<http::Response<hyper::body::Incoming>, String> {
+        let sent = match self {
+            Connection::Http1(s) => {
+                s.ready().await.map_err(|e| e.to_string())?;
+                s.send_request(request).await
+            }
+            Connection::Http2(s) => {
+                s.ready().await.map_err(|e| e.to_string())?;
+                s.send_request(request).await
+            }
+        };
+        sent.map_err(|e| format!("sending to the collector: {e}"))
+    }
+}
+
+async fn handshake<I>(io: TokioIo<I>, h2: bool) -> Result<Connection, String>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    if h2 {
+        let (sender, connection) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+            .await
+            .map_err(|e| format!("HTTP/2 with the collector: {e}"))?;
+        tokio::spawn(connection);
+        Ok(Connection::Http2(sender))
+    } else {
+        let (sender, connection) = hyper::client::conn::http1::handshake(io)
+            .await
+            .map_err(|e| format!("HTTP/1.1 with the collector: {e}"))?;
+        tokio::spawn(connection);
+        Ok(Connection::Http1(sender))
+    }
+}
+
+fn grpc_status(headers: &http::HeaderMap) -> Option<(String, String)> {
+    let code = headers.get("grpc-status")?.to_str().ok()?.to_owned();
+    let message = headers
+        .get("grpc-message")
+        .and_then(|m| m.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    Some((code, message))
+}
+
+/// TLS to the collector: the web PKI's roots, and those of the configured CA file.
+fn tls_config(settings: &TraceSettings) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(file) = &settings.certificate {
+        let pem = std::fs::read(file).map_err(|e| {
+            anyhow::anyhow!("OTEL_EXPORTER_OTLP_CERTIFICATE {}: {e}", file.display())
+        })?;
+        for cert in CertificateDer::pem_slice_iter(&pem) {
+            let cert = cert.map_err(|e| {
+                anyhow::anyhow!("OTEL_EXPORTER_OTLP_CERTIFICATE {}: {e}", file.display())
+            })?;
+            roots.add(cert)?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = match settings.protocol {
+        Protocol::Grpc => vec![b"h2".to_vec()],
+        Protocol::HttpProtobuf => vec![b"http/1.1".to_vec()],
+    };
+    Ok(Arc::new(config))
+}

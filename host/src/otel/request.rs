@@ -1,0 +1,198 @@
+//! The span of the request being handled: started by the API's request layer
+//! (`api/context.rs`) from the request's `traceparent`, held in a task-local value so that the
+//! code handling the request (the service, which knows the tenant and the method) can add to
+//! it and start its children, and ended when the response is ready (or the request dropped).
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::time::Instant;
+
+use axum::extract::MatchedPath;
+use http::Request;
+use tokio::task::futures::TaskLocalFuture;
+
+use super::context::{SpanContext, TRACEPARENT, TRACESTATE};
+use super::span::{Kind, Span};
+
+/// The request's trace, recorded here or not.
+#[derive(Debug)]
+pub enum Current {
+    /// Its span, being recorded.
+    Recording(Span),
+    /// Not recorded here: the context passed on (marked not sampled).
+    NotRecorded(SpanContext),
+}
+
+tokio::task_local! {
+    static CURRENT: RefCell<Option<Current>>;
+}
+
+/// Run `future` with `current` as its request's trace.
+pub fn scope<F: Future>(
+    current: Option<Current>,
+    future: F,
+) -> TaskLocalFuture<RefCell<Option<Current>>, F> {
+    CURRENT.scope(RefCell::new(current), future)
+}
+
+/// The context a child of the request's span (here or on another worker) is given: its span's,
+/// or the not-recorded one; `None` outside a traced request.
+pub fn current_context() -> Option<SpanContext> {
+    CURRENT
+        .try_with(|c| match &*c.borrow() {
+            Some(Current::Recording(span)) => Some(span.context()),
+            Some(Current::NotRecorded(context)) => Some(context.clone()),
+            None => None,
+        })
+        .ok()
+        .flatten()
+}
+
+/// Run `f` on the request's span, when it is being recorded.
+pub fn with_span(f: impl FnOnce(&mut Span)) {
+    let _ = CURRENT.try_with(|c| {
+        if let Some(Current::Recording(span)) = &mut *c.borrow_mut() {
+            f(span);
+        }
+    });
+}
+
+/// The request's span, taken to be ended.
+pub fn take_span() -> Option<Span> {
+    CURRENT
+        .try_with(|c| match c.borrow_mut().take() {
+            Some(Current::Recording(span)) => Some(span),
+            _ => None,
+        })
+        .ok()
+        .flatten()
+}
+
+/// The trace of `request` (its span, started now, or the context passed on), or `None` when
+/// tracing is off or the request is not one that is traced (health checks, metrics, the
+/// console's files).
+pub fn begin<B>(request: &Request<B>) -> Option<Current> {
+    if !super::enabled() {
+        return None;
+    }
+    let path = request.uri().path();
+    let grpc = path.strip_prefix("/inference.GRPCInferenceService/");
+    let traced = match grpc {
+        Some(rpc) => !matches!(rpc, "ServerLive" | "ServerReady"),
+        None => {
+            path.starts_with("/v1/") || (path.starts_with("/v2") && !path.starts_with("/v2/health"))
+        }
+    };
+    if !traced {
+        return None;
+    }
+    let headers = request.headers();
+    let parent = headers.get(TRACEPARENT).and_then(|tp| {
+        SpanContext::from_headers(tp.as_bytes(), headers.get(TRACESTATE).map(|s| s.as_bytes()))
+    });
+    let now = Instant::now();
+    let name = match (grpc, request.extensions().get::<MatchedPath>()) {
+        (Some(rpc), _) => format!("inference.GRPCInferenceService/{rpc}"),
+        (None, Some(route)) => format!("{} {}", request.method(), route.as_str()),
+        (None, None) => request.method().to_string(),
+    };
+    let Some(mut span) = super::start(parent.as_ref(), name, Kind::Server, now) else {
+        return Some(Current::NotRecorded(super::not_recorded(parent.as_ref())));
+    };
+    let host = request.uri().authority().map(|a| a.as_str()).or_else(|| {
+        headers
+            .get(http::header::HOST)
+            .and_then(|h| h.to_str().ok())
+    });
+    if let Some(host) = host {
+        let (name, port) = split_host(host);
+        span.set("server.address", name.to_owned());
+        if let Some(port) = port {
+            span.set("server.port", i64::from(port));
+        }
+    }
+    let version = match request.version() {
+        http::Version::HTTP_2 => "2",
+        http::Version::HTTP_10 => "1.0",
+        _ => "1.1",
+    };
+    span.set("network.protocol.version", version);
+    match grpc {
+        Some(rpc) => {
+            span.set("rpc.system", "grpc");
+            span.set("rpc.service", "inference.GRPCInferenceService");
+            span.set("rpc.method", rpc.to_owned());
+        }
+        None => {
+            span.set("http.request.method", request.method().to_string());
+            span.set("url.path", path.to_owned());
+            if let Some(route) = request.extensions().get::<MatchedPath>() {
+                span.set("http.route", route.as_str().to_owned());
+            }
+        }
+    }
+    if let Some(agent) = headers
+        .get(http::header::USER_AGENT)
+        .and_then(|a| a.to_str().ok())
+    {
+        span.set("user_agent.original", agent.to_owned());
+    }
+    Some(Current::Recording(span))
+}
+
+/// End the request's span with `response`'s status.
+pub fn end<B>(response: &http::Response<B>) {
+    let Some(mut span) = take_span() else {
+        return;
+    };
+    let status = response.status();
+    match response.headers().get("grpc-status") {
+        // A gRPC answer with its status in the headers (a failure before any message).
+        Some(code) => {
+            let code = code
+                .to_str()
+                .ok()
+                .and_then(|c| c.parse::<i64>().ok())
+                .unwrap_or(2);
+            span.set("rpc.grpc.status_code", code);
+        }
+        None if response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|c| c.as_bytes().starts_with(b"application/grpc")) =>
+        {
+            // The status comes in the trailers, after this span ends: `wasmrpc.code` says it.
+        }
+        None => {
+            span.set("http.response.status_code", i64::from(status.as_u16()));
+            if status.is_server_error() {
+                span.fail(format!("HTTP {}", status.as_u16()));
+            }
+        }
+    }
+    span.end_at(Instant::now());
+}
+
+/// `host[:port]` (or `[v6]:port`) split.
+fn split_host(host: &str) -> (&str, Option<u16>) {
+    if let Some(rest) = host.strip_prefix('[') {
+        let (name, after) = rest.split_once(']').unwrap_or((rest, ""));
+        return (name, after.strip_prefix(':').and_then(|p| p.parse().ok()));
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) => (name, port.parse().ok()),
+        None => (host, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_host;
+
+    #[test]
+    fn hosts_and_ports() {
+        assert_eq!(split_host("a.example:8080"), ("a.example", Some(8080)));
+        assert_eq!(split_host("[::1]:9"), ("::1", Some(9)));
+        assert_eq!(split_host("localhost"), ("localhost", None));
+    }
+}

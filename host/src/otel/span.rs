@@ -1,0 +1,252 @@
+//! Spans as this process records them: [`SpanRecord`], what the exporter encodes, and [`Span`],
+//! one being recorded, which is handed to the exporter when it ends (or is dropped: a call whose
+//! client went away still has its span, ended then).
+//!
+//! Times are taken as `Instant`s where the work happens (they cost a clock read) and turned into
+//! Unix nanoseconds against one reading of both clocks taken at start, so a span's start and end
+//! come from the same clock and never run backwards.
+
+use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use super::context::{SpanContext, new_span_id};
+
+/// OTLP's span kinds (the values of its enum).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Work inside this process.
+    Internal = 1,
+    /// Answering a request from outside.
+    Server = 2,
+    /// A request to another process (a call sent to another worker).
+    Client = 3,
+}
+
+/// An attribute's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// Text.
+    Str(Cow<'static, str>),
+    /// A whole number.
+    Int(i64),
+    /// A flag.
+    Bool(bool),
+}
+
+impl From<&'static str> for Value {
+    fn from(s: &'static str) -> Self {
+        Value::Str(Cow::Borrowed(s))
+    }
+}
+
+impl From<String> for Value {
+    fn from(s: String) -> Self {
+        Value::Str(Cow::Owned(s))
+    }
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Self {
+        Value::Int(v)
+    }
+}
+
+impl From<u64> for Value {
+    fn from(v: u64) -> Self {
+        Value::Int(i64::try_from(v).unwrap_or(i64::MAX))
+    }
+}
+
+impl From<u32> for Value {
+    fn from(v: u32) -> Self {
+        Value::Int(i64::from(v))
+    }
+}
+
+impl From<usize> for Value {
+    fn from(v: usize) -> Self {
+        Value::Int(i64::try_from(v).unwrap_or(i64::MAX))
+    }
+}
+
+impl From<bool> for Value {
+    fn from(v: bool) -> Self {
+        Value::Bool(v)
+    }
+}
+
+/// Something that happened during a span (a line of the guest's log).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// When, in Unix nanoseconds.
+    pub time_ns: u64,
+    /// What.
+    pub name: &'static str,
+    /// Its attributes.
+    pub attributes: Vec<(&'static str, Value)>,
+}
+
+/// A span's outcome, when it failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// What went wrong, for the operator.
+    pub message: String,
+}
+
+/// One finished span.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpanRecord {
+    /// Its trace.
+    pub trace_id: [u8; 16],
+    /// Itself.
+    pub span_id: [u8; 8],
+    /// Its parent, if it has one.
+    pub parent_span_id: Option<[u8; 8]>,
+    /// Whether the parent is another process's.
+    pub parent_remote: bool,
+    /// The trace's `tracestate`.
+    pub state: Option<Arc<str>>,
+    /// What it did.
+    pub name: Cow<'static, str>,
+    /// Its kind.
+    pub kind: Kind,
+    /// When it started, in Unix nanoseconds.
+    pub start_ns: u64,
+    /// When it ended, in Unix nanoseconds.
+    pub end_ns: u64,
+    /// Its attributes, each key once.
+    pub attributes: Vec<(&'static str, Value)>,
+    /// What happened during it.
+    pub events: Vec<Event>,
+    /// Set when it failed.
+    pub failure: Option<Failure>,
+}
+
+/// A span being recorded. Ends (and goes to the exporter) when [`Span::end_at`] is called or it
+/// is dropped.
+#[derive(Debug)]
+pub struct Span {
+    record: Option<Box<SpanRecord>>,
+}
+
+impl Span {
+    /// Start recording a span named `name` at `at`, a child of `parent` (in this trace) or the
+    /// root of a new trace.
+    pub(super) fn start(
+        parent: Option<&SpanContext>,
+        trace_id: [u8; 16],
+        name: Cow<'static, str>,
+        kind: Kind,
+        at: Instant,
+    ) -> Span {
+        Span {
+            record: Some(Box::new(SpanRecord {
+                trace_id,
+                span_id: new_span_id(),
+                parent_span_id: parent.map(|p| p.span_id),
+                parent_remote: parent.is_some_and(|p| p.remote),
+                state: parent.and_then(|p| p.state.clone()),
+                name,
+                kind,
+                start_ns: unix_nanos(at),
+                end_ns: 0,
+                attributes: Vec::with_capacity(12),
+                events: Vec::new(),
+                failure: None,
+            })),
+        }
+    }
+
+    /// What a child of this span (here, or on another worker) is given.
+    pub fn context(&self) -> SpanContext {
+        let r = self.record.as_ref().expect("a span not ended");
+        SpanContext {
+            trace_id: r.trace_id,
+            span_id: r.span_id,
+            sampled: true,
+            state: r.state.clone(),
+            remote: false,
+        }
+    }
+
+    /// Set attribute `key` (replacing a value it had).
+    pub fn set(&mut self, key: &'static str, value: impl Into<Value>) {
+        let Some(r) = self.record.as_mut() else {
+            return;
+        };
+        let value = value.into();
+        match r.attributes.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => *v = value,
+            None => r.attributes.push((key, value)),
+        }
+    }
+
+    /// Set attribute `key` unless it is set already.
+    pub fn set_if_absent(&mut self, key: &'static str, value: impl Into<Value>) {
+        if let Some(r) = self.record.as_mut()
+            && !r.attributes.iter().any(|(k, _)| *k == key)
+        {
+            r.attributes.push((key, value.into()));
+        }
+    }
+
+    /// Record an event at `at`.
+    pub fn event(
+        &mut self,
+        at: Instant,
+        name: &'static str,
+        attributes: Vec<(&'static str, Value)>,
+    ) {
+        if let Some(r) = self.record.as_mut() {
+            r.events.push(Event {
+                time_ns: unix_nanos(at),
+                name,
+                attributes,
+            });
+        }
+    }
+
+    /// Mark the span failed, with `message`.
+    pub fn fail(&mut self, message: impl Into<String>) {
+        if let Some(r) = self.record.as_mut() {
+            r.failure = Some(Failure {
+                message: message.into(),
+            });
+        }
+    }
+
+    /// End the span at `at` and hand it to the exporter.
+    pub fn end_at(mut self, at: Instant) {
+        self.finish(at);
+    }
+
+    fn finish(&mut self, at: Instant) {
+        if let Some(mut record) = self.record.take() {
+            record.end_ns = unix_nanos(at).max(record.start_ns);
+            super::export::submit(*record);
+        }
+    }
+}
+
+impl Drop for Span {
+    fn drop(&mut self) {
+        self.finish(Instant::now());
+    }
+}
+
+/// `at` in nanoseconds since the Unix epoch.
+pub fn unix_nanos(at: Instant) -> u64 {
+    static BASE: OnceLock<(Instant, u64)> = OnceLock::new();
+    let (base, base_ns) = *BASE.get_or_init(|| {
+        let ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        (Instant::now(), ns)
+    });
+    if at >= base {
+        base_ns + at.duration_since(base).as_nanos() as u64
+    } else {
+        base_ns.saturating_sub(base.duration_since(at).as_nanos() as u64)
+    }
+}

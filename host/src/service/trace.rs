@@ -1,0 +1,184 @@
+//! What a call and a registration add to their trace (`otel/`): the attributes of the span of
+//! the request that carries them (or of a span of their own, for the embedded server and for
+//! calls from other workers), and their child spans. Every function here returns at once when
+//! tracing is off.
+
+use std::time::{Duration, Instant};
+
+use wasmrpc_proto::Tensor;
+
+use crate::error::ServiceError;
+use crate::otel::{self, Kind, Span, request};
+use crate::registry::Registration;
+use crate::runtime::Phases;
+
+/// The bytes of tensor data in `tensors`.
+pub fn tensor_bytes(tensors: &[Tensor]) -> u64 {
+    tensors.iter().map(|t| t.raw_data().len() as u64).sum()
+}
+
+/// A span of a call's own, when no request carries it (a call of the embedded server): `None`
+/// when tracing is off or a request span is there already.
+pub fn own_call_span(name: &str) -> Option<request::Current> {
+    if !otel::enabled() || request::current_context().is_some() {
+        return None;
+    }
+    Some(
+        match otel::start(None, format!("call {name}"), Kind::Internal, Instant::now()) {
+            Some(span) => request::Current::Recording(span),
+            None => request::Current::NotRecorded(otel::not_recorded(None)),
+        },
+    )
+}
+
+/// The span of a call another worker sent here, a child of its `forward` span there.
+pub fn peer_call_span(
+    parent: Option<&otel::SpanContext>,
+    name: &str,
+    worker: Option<&str>,
+) -> Option<request::Current> {
+    if !otel::enabled() {
+        return None;
+    }
+    Some(
+        match otel::start(parent, format!("call {name}"), Kind::Server, Instant::now()) {
+            Some(mut span) => {
+                span.set("rpc.system", "wasmrpc");
+                span.set("messaging.system", "nats");
+                if let Some(w) = worker {
+                    span.set("wasmrpc.worker", w.to_owned());
+                }
+                request::Current::Recording(span)
+            }
+            None => request::Current::NotRecorded(otel::not_recorded(parent)),
+        },
+    )
+}
+
+/// The admission of a call, from `started` until now: a child span, and its wait.
+pub fn admission(started: Instant, waited: Duration) {
+    if !otel::enabled() {
+        return;
+    }
+    if let Some(parent) = request::current_context() {
+        otel::record_child(&parent, "admission", started, started + waited, Vec::new());
+    }
+    request::with_span(|span| span.set("wasmrpc.admission_wait_us", waited.as_micros() as u64));
+}
+
+/// What a call's span says once it has ended: who called what, how much went in and out, and
+/// how it ended.
+pub fn call_ended(
+    registration: &Registration,
+    worker: Option<&str>,
+    bytes_in: u64,
+    result: &Result<Vec<Tensor>, ServiceError>,
+) {
+    request::with_span(|span| {
+        span.set_if_absent("rpc.system", "wasmrpc");
+        span.set_if_absent("rpc.method", registration.name.clone());
+        describe(span, registration);
+        if let Some(w) = worker {
+            span.set_if_absent("wasmrpc.worker", w.to_owned());
+        }
+        span.set("wasmrpc.bytes_in", bytes_in);
+        match result {
+            Ok(outputs) => {
+                span.set("wasmrpc.bytes_out", tensor_bytes(outputs));
+                span.set("wasmrpc.code", "OK");
+            }
+            Err(e) => {
+                span.set("wasmrpc.bytes_out", 0u64);
+                span.set("wasmrpc.code", e.code().as_str());
+                span.fail(
+                    e.public_message()
+                        .unwrap_or_else(|| e.code().as_str().to_owned()),
+                );
+            }
+        }
+    });
+}
+
+/// The method's identity: tenant id (never a key), name, version, digest.
+fn describe(span: &mut Span, registration: &Registration) {
+    span.set("wasmrpc.tenant", registration.tenant.as_str().to_owned());
+    span.set("wasmrpc.method", registration.name.clone());
+    span.set("wasmrpc.version", registration.version);
+    span.set("wasmrpc.digest", registration.digest.to_string());
+}
+
+/// A component loaded (compiled, or read from its artifact) for a call, from `started` until
+/// now.
+pub fn loaded(started: Instant, registration: &Registration) {
+    if let Some(parent) = request::current_context() {
+        otel::record_child(
+            &parent,
+            "load",
+            started,
+            Instant::now(),
+            vec![("wasmrpc.digest", registration.digest.to_string().into())],
+        );
+    }
+}
+
+/// A call run here: its wait for a call slot (from `queued` to `admitted`), its instance and
+/// its guest (`phases`), as child spans and attributes; the guest's log lines become events of
+/// the `run` span.
+pub fn ran(queued: Instant, admitted: Instant, phases: &mut Phases) {
+    let Some(parent) = request::current_context() else {
+        return;
+    };
+    let finished = phases.finished.unwrap_or_else(Instant::now);
+    let instantiated = phases.instantiated.unwrap_or(finished);
+    request::with_span(|span| {
+        span.set(
+            "wasmrpc.slot_wait_us",
+            (admitted - queued).as_micros() as u64,
+        );
+        span.set(
+            "wasmrpc.instantiate_us",
+            instantiated.saturating_duration_since(admitted).as_micros() as u64,
+        );
+        span.set(
+            "wasmrpc.guest_run_us",
+            finished.saturating_duration_since(instantiated).as_micros() as u64,
+        );
+    });
+    otel::record_child(&parent, "instantiate", admitted, instantiated, Vec::new());
+    let Some(mut run) = otel::start(Some(&parent), "run", Kind::Internal, instantiated) else {
+        return;
+    };
+    if let Some((text, dropped)) = phases.log.take() {
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            run.event(finished, "log", vec![("message", line.to_owned().into())]);
+        }
+        if dropped > 0 {
+            run.set("wasmrpc.log_dropped_bytes", dropped);
+        }
+    }
+    run.end_at(finished);
+}
+
+/// Whether the guest's log is wanted for the trace.
+pub fn wants_log() -> bool {
+    otel::enabled() && request::current_context().is_some_and(|c| c.sampled)
+}
+
+/// A registration: what was registered, and whether it was compiled (a child span from
+/// `started` to `compiled`) or known already.
+pub fn registered(registration: &Registration, compiled: Option<(Instant, Instant)>) {
+    if !otel::enabled() {
+        return;
+    }
+    request::with_span(|span| {
+        describe(span, registration);
+        span.set("wasmrpc.size", registration.size);
+        span.set("wasmrpc.compile_cache_hit", compiled.is_none());
+        if let Some((start, end)) = compiled {
+            span.set("wasmrpc.compile_ms", (end - start).as_millis() as u64);
+        }
+    });
+    if let (Some(parent), Some((start, end))) = (request::current_context(), compiled) {
+        otel::record_child(&parent, "compile", start, end, Vec::new());
+    }
+}
