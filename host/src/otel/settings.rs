@@ -337,8 +337,10 @@ impl Sampler {
 fn by_ratio(ratio: f64, trace_id: &[u8; 16]) -> bool {
     let mut low = [0u8; 8];
     low.copy_from_slice(&trace_id[8..]);
+    // 63 bits, so that a ratio of 1 (2^63 as a bound) takes every id.
     let x = u64::from_be_bytes(low) >> 1;
-    (x as f64) < ratio * (1u64 << 63) as f64
+    let bound = (ratio * (1u64 << 63) as f64) as u64;
+    x < bound
 }
 
 #[cfg(test)]
