@@ -29,7 +29,8 @@ rustup target add wasm32-wasip2 wasm32-unknown-unknown >&2
 cargo bench -p wasmrpc-host --bench rows --no-run >&2
 
 echo "== P1, P2: HTTP/1.1 under wrk"
-WRK_SECONDS=${WRK_SECONDS:-5} WRK_ROUNDS=${WRK_ROUNDS:-3} bash host/benches/wrk.sh
+WRK_TRACING=${WRK_TRACING:-1} WRK_SECONDS=${WRK_SECONDS:-5} WRK_ROUNDS=${WRK_ROUNDS:-3} \
+    bash host/benches/wrk.sh
 echo
 echo "== P3-P10; G1, G2: gRPC against HTTP binary v2 (issue 34)"
 cargo bench -p wasmrpc-host --bench rows 2>/dev/null

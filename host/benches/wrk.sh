@@ -11,6 +11,9 @@
 #   WRK_AGAINST=/tmp/wasmrpc-old bash host/benches/wrk.sh
 #       # also another build of the `wasmrpc` binary (an older commit's, say), in the same
 #       # alternating rounds: a before/after of a change, each side beside the same baseline
+#   WRK_TRACING=1 bash host/benches/wrk.sh
+#       # also this binary exporting a span tree for every call (OTLP/HTTP to the baseline
+#       # server's sink, every call sampled), in the same rounds: the row "P1 traced"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -18,6 +21,7 @@ seconds=${WRK_SECONDS:-10}
 rounds=${WRK_ROUNDS:-3}
 guest=${WRK_GUEST:-nowasi}
 against=${WRK_AGAINST:-}
+tracing=${WRK_TRACING:-0}
 if [ -n "$against" ] && [ ! -x "$against" ]; then
     echo "WRK_AGAINST=$against is not an executable wasmrpc binary" >&2; exit 2
 fi
@@ -76,9 +80,21 @@ if [ -n "$against" ]; then
     WASMRPC_SERVER="http://$against_addr" target/release/wasmrpc deploy add "$component" --export add >&2
 fi
 
+if [ "$tracing" = 1 ]; then
+    # Batches leave every second, as a collector near the server would take them.
+    OTEL_BSP_SCHEDULE_DELAY=1000 start "$work/traced.log" target/release/wasmrpc serve \
+        --listen 127.0.0.1:0 --data-dir "$work/traced-data" \
+        --otlp-endpoint "http://$baseline_addr" --traces-sampler always_on
+    traced_pid=${pids[-1]}
+    traced_addr=$(address_in "$work/traced.log")
+    WASMRPC_SERVER="http://$traced_addr" target/release/wasmrpc deploy add "$component" --export add >&2
+fi
+
+# Every request carries a caller's trace context, sampled (the untraced servers ignore it).
 cat > "$work/add.lua" <<'LUA'
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
+wrk.headers["traceparent"] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 wrk.body = '{"args":[{"dtype":"int32","shape":[],"data":2},{"dtype":"int32","shape":[],"data":3}]}'
 LUA
 
@@ -110,12 +126,17 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 
 w_rps=(); b_rps=(); w_cpu=(); b_cpu=(); w_p50=(); b_p50=(); w_p99=(); b_p99=()
 a_rps=(); a_cpu=(); a_p50=(); a_p99=()
+t_rps=(); t_cpu=(); t_p50=()
 for round in $(seq 1 "$rounds"); do
     echo "round $round of $rounds" >&2
     read -r rps cpu < <(throughput "$wasmrpc_addr" "$wasmrpc_pid"); w_rps+=("$rps"); w_cpu+=("$cpu")
     read -r rps cpu < <(throughput "$baseline_addr" "$baseline_pid"); b_rps+=("$rps"); b_cpu+=("$cpu")
     if [ -n "$against" ]; then
         read -r rps cpu < <(throughput "$against_addr" "$against_pid"); a_rps+=("$rps"); a_cpu+=("$cpu")
+    fi
+    if [ "$tracing" = 1 ]; then
+        read -r rps cpu < <(throughput "$traced_addr" "$traced_pid"); t_rps+=("$rps"); t_cpu+=("$cpu")
+        read -r p50 _ < <(latency "$traced_addr"); t_p50+=("$p50")
     fi
     read -r p50 p99 < <(latency "$wasmrpc_addr"); w_p50+=("$p50"); w_p99+=("$p99")
     read -r p50 p99 < <(latency "$baseline_addr"); b_p50+=("$p50"); b_p99+=("$p99")
@@ -155,4 +176,23 @@ if [ -n "$against" ]; then
         "against" "$ar" "${a_rps[*]}" "$ac" "$a50" "${a_p50[*]}" "$a99"
     printf '%-10s %8s req/s (%s)  %5s us CPU a request  p50 %4s us (%s)  p99 %4s us\n' \
         "baseline" "$br" "${b_rps[*]}" "$bc" "$b50" "${b_p50[*]}" "$b99"
+fi
+if [ "$tracing" = 1 ]; then
+    tr=$(printf '%s\n' "${t_rps[@]}" | median); tc=$(printf '%s\n' "${t_cpu[@]}" | median)
+    t50=$(printf '%s\n' "${t_p50[@]}" | median)
+    # What became of the traced side's spans: all exported, or dropped (the queue full).
+    spans=$(curl -s "http://$traced_addr/metrics" | awk '
+        /^wasmrpc_trace_spans_exported_total / { e = $2 }
+        /^wasmrpc_trace_spans_dropped_total/ { d += $2 }
+        END { printf "%d exported, %d dropped", e, d }')
+    echo
+    echo "tracing: the same binary exporting every call's spans (always_on) to an OTLP sink; $spans"
+    printf '%-10s %8s req/s (%s)  %5s us CPU a request  p50 %4s us (%s)\n' \
+        "untraced" "$wr" "${w_rps[*]}" "$wc" "$w50" "${w_p50[*]}"
+    printf '%-10s %8s req/s (%s)  %5s us CPU a request  p50 %4s us (%s)\n' \
+        "traced" "$tr" "${t_rps[*]}" "$tc" "$t50" "${t_p50[*]}"
+    awk -v tr="$tr" -v wr="$wr" 'BEGIN {
+        printf "%-52s %-34s %-9s %s\n", "P1 traced: throughput traced / untraced",
+            sprintf("%.0f / %.0f req/s = %.3f", tr, wr, tr / wr), ">= 0.95", tr / wr >= 0.95 ? "pass" : "FAIL"
+    }'
 fi

@@ -303,6 +303,13 @@ impl Metrics {
             "wasmrpc_calls_in_instances_made_ahead_total {}",
             crate::runtime::calls_in_ready_instances()
         );
+        out.push_str("# HELP wasmrpc_compiles_total Components compiled by this process (loads of a stored artifact are not counted).\n");
+        out.push_str("# TYPE wasmrpc_compiles_total counter\n");
+        let _ = writeln!(
+            out,
+            "wasmrpc_compiles_total {}",
+            crate::runtime::compiles_started()
+        );
         let spans = crate::otel::export::stats();
         out.push_str("# HELP wasmrpc_trace_spans_exported_total Spans the OTLP collector took.\n");
         out.push_str("# TYPE wasmrpc_trace_spans_exported_total counter\n");
@@ -323,13 +330,6 @@ impl Metrics {
                 n.load(Ordering::Relaxed)
             );
         }
-        out.push_str("# HELP wasmrpc_compiles_total Components compiled by this process (loads of a stored artifact are not counted).\n");
-        out.push_str("# TYPE wasmrpc_compiles_total counter\n");
-        let _ = writeln!(
-            out,
-            "wasmrpc_compiles_total {}",
-            crate::runtime::compiles_started()
-        );
         out
     }
 }

@@ -39,8 +39,19 @@ pub async fn echo(body: axum::body::Bytes) -> axum::response::Response {
     ))
 }
 
-/// The baseline's routes: the call, a raw echo, and the method list a client asks for when it
-/// connects.
+/// `POST /v1/traces`: an OTLP/HTTP collector that takes every export and keeps nothing (the
+/// traced side of `wrk.sh WRK_TRACING=1` exports here). An empty body is an empty
+/// `ExportTraceServiceResponse`: all taken.
+pub async fn otlp_sink(body: axum::body::Bytes) -> axum::response::Response {
+    drop(body);
+    axum::response::IntoResponse::into_response((
+        [(axum::http::header::CONTENT_TYPE, "application/x-protobuf")],
+        axum::body::Bytes::new(),
+    ))
+}
+
+/// The baseline's routes: the call, a raw echo, an OTLP sink, and the method list a client asks
+/// for when it connects.
 pub fn router() -> axum::Router {
     axum::Router::new()
         .route("/v1/methods/add/call", post(native_add))
@@ -48,6 +59,10 @@ pub fn router() -> axum::Router {
         .route(
             "/echo",
             post(echo).layer(axum::extract::DefaultBodyLimit::max(256 << 20)),
+        )
+        .route(
+            "/v1/traces",
+            post(otlp_sink).layer(axum::extract::DefaultBodyLimit::max(64 << 20)),
         )
         .route(
             "/v1/methods",
