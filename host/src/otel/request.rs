@@ -99,6 +99,7 @@ pub fn begin<B>(request: &Request<B>) -> Option<Current> {
     let Some(mut span) = super::start(parent.as_ref(), name, Kind::Server, now) else {
         return Some(Current::NotRecorded(super::not_recorded(parent.as_ref())));
     };
+    span.reserve(20);
     let host = request.uri().authority().map(|a| a.as_str()).or_else(|| {
         headers
             .get(http::header::HOST)

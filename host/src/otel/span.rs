@@ -151,7 +151,7 @@ impl Span {
                 kind,
                 start_ns: unix_nanos(at),
                 end_ns: 0,
-                attributes: Vec::with_capacity(12),
+                attributes: Vec::new(),
                 events: Vec::new(),
                 failure: None,
             })),
@@ -167,6 +167,13 @@ impl Span {
             sampled: true,
             state: r.state.clone(),
             remote: false,
+        }
+    }
+
+    /// Room for `n` more attributes (a request's span has a dozen).
+    pub fn reserve(&mut self, n: usize) {
+        if let Some(r) = self.record.as_mut() {
+            r.attributes.reserve(n);
         }
     }
 
