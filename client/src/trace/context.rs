@@ -300,9 +300,8 @@ fn hex_field<const N: usize>(what: &str, text: &str) -> Result<[u8; N], String> 
         ));
     }
     if !is_lower_hex(text) {
-        let hint = if text.bytes().any(|b| b.is_ascii_hexdigit())
-            && text.bytes().all(|b| b.is_ascii_hexdigit())
-        {
+        // Upper-case hex is the likeliest slip (some tools print ids that way): say so.
+        let hint = if text.bytes().all(|b| b.is_ascii_hexdigit()) {
             " (hex digits must be lowercase)"
         } else {
             ""
