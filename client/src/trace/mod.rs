@@ -43,7 +43,7 @@ tokio::task_local! {
 /// # async fn demo(client: wasmrpc_client::Client) -> Result<(), wasmrpc_client::Error> {
 /// use wasmrpc_client::trace::{self, TraceContext};
 /// let parent: TraceContext = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".parse()?;
-/// let methods = trace::scope(parent, async { client.refresh().await }).await?;
+/// trace::scope(parent, client.refresh()).await?; // the method list, fetched under `parent`
 /// # Ok(()) }
 /// ```
 pub fn scope<F: Future>(ctx: TraceContext, fut: F) -> impl Future<Output = F::Output> {
