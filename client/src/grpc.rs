@@ -140,6 +140,7 @@ impl GrpcChannel {
         parts.uri = Uri::from_parts(uri)
             .map_err(|e| tonic::Status::invalid_argument(format!("bad gRPC path: {e}")))?;
         parts.headers.insert(CLIENT_NAME_HEADER, self.name.clone());
+        self.transport.insert_trace_context(&mut parts.headers);
         if let Some(key) = &self.key {
             parts.headers.insert(header::AUTHORIZATION, key.clone());
         }

@@ -59,6 +59,7 @@ pub mod cluster;
 mod connection;
 pub mod grpc;
 mod options;
+pub mod trace;
 pub mod transport;
 
 #[cfg(test)]

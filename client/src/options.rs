@@ -5,6 +5,8 @@
 //! and [`crate::client`], which collects them in its builder, both depend on it and never on
 //! each other's internals: the dependency runs client → transport → options.
 
+use crate::trace::TraceContext;
+
 /// How a connection authenticates itself and whom it trusts: the API key and, for `https`, the
 /// CA certificates trusted besides the webpki roots (a private CA, or a self-signed server
 /// certificate).
@@ -33,6 +35,9 @@ pub struct ClientOptions {
     pub ca_certs_pem: Vec<Vec<u8>>,
     /// How tensors travel on calls: [`Encoding::Binary`] unless set.
     pub encoding: Encoding,
+    /// The W3C trace context every request carries when no [`trace::scope`](crate::trace::scope)
+    /// around it gives one (see [`crate::trace`]).
+    pub trace_context: Option<TraceContext>,
 }
 
 /// How a call's tensors travel.
@@ -88,6 +93,20 @@ impl ClientOptions {
         self.encoding = encoding;
         self
     }
+
+    /// Send `ctx` as the trace context of every request that has no other (see
+    /// [`crate::trace`] for which one wins).
+    ///
+    /// ```
+    /// use wasmrpc_client::{ClientOptions, trace::TraceContext};
+    /// let parent: TraceContext = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".parse().unwrap();
+    /// let options = ClientOptions::default().with_trace_context(parent.clone());
+    /// assert_eq!(options.trace_context, Some(parent));
+    /// ```
+    pub fn with_trace_context(mut self, ctx: TraceContext) -> Self {
+        self.trace_context = Some(ctx);
+        self
+    }
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -100,6 +119,7 @@ impl std::fmt::Debug for ClientOptions {
                 &format_args!("{} PEM file(s)", self.ca_certs_pem.len()),
             )
             .field("encoding", &self.encoding)
+            .field("trace_context", &self.trace_context)
             .finish()
     }
 }

@@ -17,6 +17,7 @@ use crate::code::Code;
 use crate::connection::{self, Connection, Target};
 use crate::error::{Error, ErrorBody};
 use crate::options::ClientOptions;
+use crate::trace::{self, TraceContext};
 
 /// The header carrying the client's name; the server logs it with every request.
 ///
@@ -40,6 +41,8 @@ pub struct Transport {
     name: HeaderValue,
     key: Option<HeaderValue>,
     tls: bool,
+    /// The trace context of requests that have no other (`ClientOptions::trace_context`).
+    trace_context: Option<TraceContext>,
     connection: Arc<Connection>,
 }
 
@@ -151,6 +154,7 @@ impl Transport {
             name,
             key,
             tls,
+            trace_context: options.trace_context.clone(),
             connection: Arc::new(connection),
         })
     }
@@ -220,6 +224,9 @@ impl Transport {
         for (name, value) in extra {
             req = req.header(*name, value.clone());
         }
+        if let Some(headers) = req.headers_mut() {
+            self.insert_trace_context(headers);
+        }
         // As hyper does: a length for any body, and for an empty one where a body is expected.
         let length = chunks.len();
         if length > 0 || [Method::POST, Method::PUT, Method::PATCH].contains(&method) {
@@ -269,6 +276,14 @@ impl Transport {
             Code::Unavailable,
             format!("cannot reach the server at {}: {chain}{hint}", self.base),
         )
+    }
+
+    /// Add the trace context this request carries, if any (`traceparent`, `tracestate`): the
+    /// scope's, else this transport's own, else OpenTelemetry's ([`crate::trace`]).
+    pub(crate) fn insert_trace_context(&self, headers: &mut HeaderMap) {
+        if let Some(ctx) = trace::outgoing(self.trace_context.as_ref()) {
+            ctx.insert_into(headers);
+        }
     }
 
     /// The connection, its name header and its key, for the gRPC channel over it.

@@ -12,6 +12,7 @@ use crate::errors::{invalid_argument, to_pyerr};
 use crate::pending::NativePending;
 use crate::runtime::wait;
 use crate::tensors::{PySpec, specs_from_py, tensors_from_py, tensors_to_py};
+use crate::trace;
 
 /// What a connection is made from, kept to make it again after `fork`.
 #[derive(Clone)]
@@ -182,8 +183,10 @@ impl NativeClient {
         wait(py, async move { client.refresh().await })?.map_err(|e| to_pyerr(py, &e))
     }
 
-    /// Start a call; returns at once.
-    #[pyo3(signature = (method_name, args, output_specs=None, timeout_ms=None))]
+    /// Start a call; returns at once. `traceparent` and `tracestate`: the W3C trace context
+    /// it carries, if any.
+    #[pyo3(signature = (method_name, args, output_specs=None, timeout_ms=None, traceparent=None, tracestate=None))]
+    #[allow(clippy::too_many_arguments)]
     fn call(
         &self,
         py: Python<'_>,
@@ -191,19 +194,23 @@ impl NativeClient {
         args: &Bound<'_, PyList>,
         output_specs: Option<Vec<PySpec>>,
         timeout_ms: Option<u64>,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
     ) -> PyResult<NativePending> {
+        let trace = trace::context(py, traceparent, tracestate)?;
         let args = tensors_from_py(py, args)?;
         let specs = specs_from_py(py, output_specs)?;
         let client = self.client(py)?;
-        NativePending::spawn(async move {
+        NativePending::spawn(trace::within(trace, async move {
             client
                 .call_async(&method_name, args, specs.as_deref(), timeout(timeout_ms))
                 .await
-        })
+        }))
     }
 
     /// A call, waited for with the GIL released: the outputs, or the error raised.
-    #[pyo3(signature = (method_name, args, output_specs=None, timeout_ms=None))]
+    #[pyo3(signature = (method_name, args, output_specs=None, timeout_ms=None, traceparent=None, tracestate=None))]
+    #[allow(clippy::too_many_arguments)]
     fn call_blocking<'py>(
         &self,
         py: Python<'py>,
@@ -211,15 +218,21 @@ impl NativeClient {
         args: &Bound<'py, PyList>,
         output_specs: Option<Vec<PySpec>>,
         timeout_ms: Option<u64>,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
     ) -> PyResult<Bound<'py, PyList>> {
+        let trace = trace::context(py, traceparent, tracestate)?;
         let args = tensors_from_py(py, args)?;
         let specs = specs_from_py(py, output_specs)?;
         let client = self.client(py)?;
-        let outputs = wait(py, async move {
-            client
-                .call_async(&method_name, args, specs.as_deref(), timeout(timeout_ms))
-                .await
-        })?
+        let outputs = wait(
+            py,
+            trace::within(trace, async move {
+                client
+                    .call_async(&method_name, args, specs.as_deref(), timeout(timeout_ms))
+                    .await
+            }),
+        )?
         .map_err(|e| to_pyerr(py, &e))?;
         tensors_to_py(py, &outputs)
     }

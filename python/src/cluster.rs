@@ -21,6 +21,7 @@ use crate::errors::to_pyerr;
 use crate::pending::NativePending;
 use crate::runtime::{runtime, wait};
 use crate::tensors::{tensors_from_py, tensors_to_py};
+use crate::trace;
 
 /// Calls whose value Python cannot see yet. The Rust side counts a call finished when its task
 /// ends, a moment before the `NativePending` holding its value is done: what waits for every
@@ -98,7 +99,10 @@ impl NativeRpc {
         })
     }
 
-    /// Run `method` on worker `to` and wait for its outputs (Paddle's `rpc_sync`).
+    /// Run `method` on worker `to` and wait for its outputs (Paddle's `rpc_sync`), with the
+    /// trace context of `traceparent` and `tracestate`, if any.
+    #[pyo3(signature = (to, method, args, timeout_s, traceparent=None, tracestate=None))]
+    #[allow(clippy::too_many_arguments)]
     fn rpc_sync<'py>(
         &self,
         py: Python<'py>,
@@ -106,17 +110,26 @@ impl NativeRpc {
         method: String,
         args: &Bound<'py, PyList>,
         timeout_s: f64,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
     ) -> PyResult<Bound<'py, PyList>> {
+        let trace = trace::context(py, traceparent, tracestate)?;
         let args = tensors_from_py(py, args)?;
         let rpc = self.rpc.clone();
-        let outputs = wait(py, async move {
-            rpc.rpc_sync(&to, &method, args, timeout_s).await
-        })?
+        let outputs = wait(
+            py,
+            trace::within(trace, async move {
+                rpc.rpc_sync(&to, &method, args, timeout_s).await
+            }),
+        )?
         .map_err(|e| to_pyerr(py, &e))?;
         tensors_to_py(py, &outputs)
     }
 
-    /// Start `method` on worker `to` (Paddle's `rpc_async`); returns at once.
+    /// Start `method` on worker `to` (Paddle's `rpc_async`); returns at once. The trace
+    /// context as for `rpc_sync`.
+    #[pyo3(signature = (to, method, args, timeout_s, traceparent=None, tracestate=None))]
+    #[allow(clippy::too_many_arguments)]
     fn rpc_async(
         &self,
         py: Python<'_>,
@@ -124,12 +137,16 @@ impl NativeRpc {
         method: String,
         args: &Bound<'_, PyList>,
         timeout_s: f64,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
     ) -> PyResult<NativePending> {
+        let trace = trace::context(py, traceparent, tracestate)?;
         let args = tensors_from_py(py, args)?;
-        // The call is counted as outstanding (for `shutdown`) the moment it starts.
+        // The call is counted as outstanding (for `shutdown`) the moment it starts; its task
+        // takes the trace context from here.
         let future = {
             let _entered = runtime()?.enter();
-            self.rpc.rpc_async(&to, &method, args, timeout_s)
+            trace::starting(trace, || self.rpc.rpc_async(&to, &method, args, timeout_s))
         };
         self.unsettled.track(async move { future.wait().await })
     }
@@ -189,18 +206,23 @@ impl NativeCoordinator {
         })
     }
 
-    /// Run `method` on any available worker; returns at once.
+    /// Run `method` on any available worker; returns at once. The trace context as for
+    /// `NativeRpc.rpc_sync`.
+    #[pyo3(signature = (method, args, traceparent=None, tracestate=None))]
     fn schedule(
         &self,
         py: Python<'_>,
         method: String,
         args: &Bound<'_, PyList>,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
     ) -> PyResult<NativePending> {
+        let trace = trace::context(py, traceparent, tracestate)?;
         let args = tensors_from_py(py, args)?;
         // Counted as pending (for `join` and `done`) the moment it is scheduled.
         let value = {
             let _entered = runtime()?.enter();
-            self.coordinator.schedule(&method, args)
+            trace::starting(trace, || self.coordinator.schedule(&method, args))
         };
         self.unsettled.track(async move { value.fetch().await })
     }

@@ -12,6 +12,7 @@ mod pending;
 mod runtime;
 mod server;
 mod tensors;
+mod trace;
 
 use pyo3::prelude::*;
 

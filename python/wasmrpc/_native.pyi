@@ -50,6 +50,8 @@ class NativeClient:
         args: List[_Triple],
         output_specs: Optional[List[_Spec]] = None,
         timeout_ms: Optional[int] = None,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
     ) -> NativePending: ...
     def call_blocking(
         self,
@@ -57,6 +59,8 @@ class NativeClient:
         args: List[_Triple],
         output_specs: Optional[List[_Spec]] = None,
         timeout_ms: Optional[int] = None,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
     ) -> List[Tuple[str, List[int], Union[TensorBuffer, List[bytes]]]]: ...
     def register(self, name: str, component: bytes, export: Optional[str] = None) -> str: ...
     def delete(self, name: str) -> List[int]: ...
@@ -86,9 +90,23 @@ class NativeRpc:
     @staticmethod
     def attach(client: NativeClient, name: str, world_size: Optional[int] = None) -> NativeRpc: ...
     def rpc_sync(
-        self, to: str, method: str, args: list, timeout_s: float
+        self,
+        to: str,
+        method: str,
+        args: list,
+        timeout_s: float,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
     ) -> List[Tuple[str, List[int], Union[TensorBuffer, List[bytes]]]]: ...
-    def rpc_async(self, to: str, method: str, args: list, timeout_s: float) -> NativePending: ...
+    def rpc_async(
+        self,
+        to: str,
+        method: str,
+        args: list,
+        timeout_s: float,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
+    ) -> NativePending: ...
     def get_worker_info(self, name: str) -> _Worker: ...
     def get_all_worker_infos(self) -> List[_Worker]: ...
     def get_current_worker_info(self) -> _Worker: ...
@@ -96,7 +114,13 @@ class NativeRpc:
 
 class NativeCoordinator:
     def __init__(self, client: NativeClient) -> None: ...
-    def schedule(self, method: str, args: list) -> NativePending: ...
+    def schedule(
+        self,
+        method: str,
+        args: list,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
+    ) -> NativePending: ...
     def join(self) -> None: ...
     def done(self) -> bool: ...
 

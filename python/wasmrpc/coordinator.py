@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Optional, Sequence, Union
 
-from . import _native
+from . import _native, _trace
 from ._remote import Pending, method_name, wire_args
 from .errors import InvalidArgumentError
 from .rpc import Client, StatusOrResult
@@ -90,7 +90,14 @@ class ClusterCoordinator:
         """Run ``fn`` (a method's name, or a function whose ``__name__`` is one) with ``args``
         on any available worker; returns a :class:`RemoteValue` at once."""
         method = method_name(fn)
-        pending = self._native.schedule(method, wire_args(self._client, method, args, kwargs))
+        # The current OpenTelemetry span's trace context, if any, goes with the call.
+        traceparent, tracestate = _trace.context()
+        pending = self._native.schedule(
+            method,
+            wire_args(self._client, method, args, kwargs),
+            traceparent=traceparent,
+            tracestate=tracestate,
+        )
         return RemoteValue(StatusOrResult(pending, True))
 
     def join(self) -> None:

@@ -20,7 +20,7 @@ import os
 import threading
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
-from . import _native
+from . import _native, _trace
 from ._tensors import TensorSpec, from_wire, to_wire
 from .errors import Code, InvalidArgumentError, RpcError
 
@@ -224,7 +224,13 @@ class Client:
 
             def method(*args: Any) -> Any:
                 # Waited for in the native core, without a task and a result to hand over.
-                outputs = self._native.call_blocking(method_name, self._args(method_name, list(args)))
+                traceparent, tracestate = _trace.context()
+                outputs = self._native.call_blocking(
+                    method_name,
+                    self._args(method_name, list(args)),
+                    traceparent=traceparent,
+                    tracestate=tracestate,
+                )
                 return _value([from_wire(t) for t in outputs], True)
 
         else:
@@ -290,7 +296,13 @@ class Client:
         ]
 
     def _call_method(self, method_name: str, args: Sequence[Any]) -> StatusOrResult:
-        pending = self._native.call(method_name, self._args(method_name, list(args)), None, None)
+        traceparent, tracestate = _trace.context()
+        pending = self._native.call(
+            method_name,
+            self._args(method_name, list(args)),
+            traceparent=traceparent,
+            tracestate=tracestate,
+        )
         return StatusOrResult(pending, True)
 
     def call(
@@ -299,6 +311,9 @@ class Client:
         args: Optional[Sequence[Any]] = None,
         output_specs: Any = None,
         timeout_in_ms: int = 0,
+        *,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
     ) -> StatusOrResult:
         """Start a call of ``method_name`` with ``args`` (numpy arrays, numpy scalars or Python
         values) and return at once.
@@ -306,12 +321,20 @@ class Client:
         ``output_specs``: a :class:`TensorSpec` (the value is then one array) or a list of them
         (a list), each output checked against its spec (``InvalidArgumentError`` if one does
         not fit). ``timeout_in_ms``: 0 uses the client's default; past it the result is
-        ``DeadlineExceededError`` and the server stops the guest.
+        ``DeadlineExceededError`` and the server stops the guest. ``traceparent`` (and
+        ``tracestate``): the W3C trace context the call carries, instead of the current
+        OpenTelemetry span's (``InvalidArgumentError`` if malformed).
         """
         specs, single = _output_structure(output_specs)
         timeout = _timeout(timeout_in_ms)
+        traceparent, tracestate = _trace.context(traceparent, tracestate)
         pending = self._native.call(
-            method_name, self._args(method_name, args), specs, timeout or None
+            method_name,
+            self._args(method_name, args),
+            specs,
+            timeout or None,
+            traceparent=traceparent,
+            tracestate=tracestate,
         )
         return StatusOrResult(pending, True if single is None else single)
 

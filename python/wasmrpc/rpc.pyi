@@ -47,6 +47,9 @@ class Client:
         args: Optional[Sequence[Any]] = None,
         output_specs: _OutputSpecs = None,
         timeout_in_ms: int = 0,
+        *,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
     ) -> StatusOrResult:
         """Start a call and return at once."""
     def list_registered_methods(self) -> List[dict]: ...

@@ -106,6 +106,21 @@ impl ClientBuilder {
         }
     }
 
+    /// Send `ctx` as the W3C trace context of every request that has no other (as
+    /// [`crate::ClientBuilder::trace_context`]; a
+    /// [`trace::scope_blocking`](crate::trace::scope_blocking) around a call wins).
+    ///
+    /// ```
+    /// let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".parse().unwrap();
+    /// let builder = wasmrpc_client::blocking::Client::builder("http", "127.0.0.1:8080")
+    ///     .trace_context(parent);
+    /// ```
+    pub fn trace_context(self, ctx: crate::trace::TraceContext) -> Self {
+        ClientBuilder {
+            inner: self.inner.trace_context(ctx),
+        }
+    }
+
     /// Start the runtime thread, connect and fetch the server's methods, within the timeout.
     ///
     /// # Errors

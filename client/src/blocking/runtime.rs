@@ -113,9 +113,10 @@ impl Worker {
     ) -> Result<T, Error> {
         assert_not_in_runtime(what);
         let (tx, rx) = oneshot::channel();
-        self.runtime.spawn(async move {
+        // The calling thread's trace context goes with the task (`trace::scope_blocking`).
+        self.runtime.spawn(crate::trace::carry(async move {
             let _ = tx.send(fut.await);
-        });
+        }));
         // The worker outlives this call (`self` holds it), so the task can only be dropped
         // unfinished if the runtime failed; say so rather than hang.
         rx.blocking_recv().unwrap_or_else(|_| {

@@ -125,6 +125,20 @@ impl ClientBuilder {
         self
     }
 
+    /// Send `ctx` as the W3C trace context (`traceparent`, `tracestate`) of every request that
+    /// has no other: a [`trace::scope`](crate::trace::scope) around a call wins over it, and it
+    /// wins over OpenTelemetry's current span (feature `opentelemetry`).
+    ///
+    /// ```
+    /// use wasmrpc_client::trace::TraceContext;
+    /// let parent: TraceContext = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".parse().unwrap();
+    /// let builder = wasmrpc_client::Client::builder("http", "127.0.0.1:8080").trace_context(parent);
+    /// ```
+    pub fn trace_context(mut self, ctx: crate::trace::TraceContext) -> Self {
+        self.options = self.options.with_trace_context(ctx);
+        self
+    }
+
     /// Connect and fetch the server's methods, within the timeout.
     ///
     /// With rpc layer `"https"` calls go over one HTTP/2 connection negotiated by TLS ALPN, and

@@ -46,9 +46,10 @@ impl StatusOrResult {
         call: impl Future<Output = CallResult> + Send + 'static,
     ) -> Self {
         let (tx, rx) = oneshot::channel();
-        runtime.spawn(async move {
+        // The task takes the caller's trace context along (a new task has none).
+        runtime.spawn(crate::trace::carry(async move {
             let _ = tx.send(call.await);
-        });
+        }));
         StatusOrResult {
             pending: Mutex::new(Some(rx)),
             result: OnceCell::new(),

@@ -36,7 +36,7 @@ import os
 import threading
 from typing import Any, Callable, List, Optional, Sequence, Union
 
-from .. import _native
+from .. import _native, _trace
 from .._remote import Pending, method_name, wire_args
 from .._tensors import from_wire
 from ..errors import (
@@ -229,14 +229,25 @@ def rpc_sync(
     args: Optional[Sequence[Any]] = None,
     kwargs: Optional[dict] = None,
     timeout: float = _DEFAULT_RPC_TIMEOUT,
+    *,
+    traceparent: Optional[str] = None,
+    tracestate: Optional[str] = None,
 ) -> Any:
     """Run ``fn`` on worker ``to`` and return its value (one array, or a list for several
     outputs). ``timeout`` in seconds; 0 or less means none. Raises the call's error:
-    ``UnavailableError`` when ``to`` is gone, ``DeadlineExceededError`` past the timeout."""
+    ``UnavailableError`` when ``to`` is gone, ``DeadlineExceededError`` past the timeout.
+    ``traceparent`` (and ``tracestate``): the W3C trace context the call carries, instead of
+    the current OpenTelemetry span's."""
     process = _current()
     method = method_name(fn)
+    traceparent, tracestate = _trace.context(traceparent, tracestate)
     outputs = process.native.rpc_sync(
-        _destination(to), method, wire_args(process.client, method, args, kwargs), float(timeout)
+        _destination(to),
+        method,
+        wire_args(process.client, method, args, kwargs),
+        float(timeout),
+        traceparent=traceparent,
+        tracestate=tracestate,
     )
     return _value([from_wire(t) for t in outputs], True)
 
@@ -247,13 +258,22 @@ def rpc_async(
     args: Optional[Sequence[Any]] = None,
     kwargs: Optional[dict] = None,
     timeout: float = _DEFAULT_RPC_TIMEOUT,
+    *,
+    traceparent: Optional[str] = None,
+    tracestate: Optional[str] = None,
 ) -> FutureWrapper:
     """Start ``fn`` on worker ``to`` and return at once; ``wait()`` on the result gives the
-    value as :func:`rpc_sync` would."""
+    value as :func:`rpc_sync` would (the trace context too)."""
     process = _current()
     method = method_name(fn)
+    traceparent, tracestate = _trace.context(traceparent, tracestate)
     pending = process.native.rpc_async(
-        _destination(to), method, wire_args(process.client, method, args, kwargs), float(timeout)
+        _destination(to),
+        method,
+        wire_args(process.client, method, args, kwargs),
+        float(timeout),
+        traceparent=traceparent,
+        tracestate=tracestate,
     )
     return FutureWrapper(StatusOrResult(pending, True))
 
