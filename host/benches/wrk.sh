@@ -193,6 +193,6 @@ if [ "$tracing" = 1 ]; then
         "traced" "$tr" "${t_rps[*]}" "$tc" "$t50" "${t_p50[*]}"
     awk -v tr="$tr" -v wr="$wr" 'BEGIN {
         printf "%-52s %-34s %-9s %s\n", "P1 traced: throughput traced / untraced",
-            sprintf("%.0f / %.0f req/s = %.3f", tr, wr, tr / wr), ">= 0.95", tr / wr >= 0.95 ? "pass" : "FAIL"
+            sprintf("%.0f / %.0f req/s = %.3f", tr, wr, tr / wr), ">= 0.95", (tr / wr >= 0.95) ? "pass" : "FAIL"
     }'
 fi

@@ -227,7 +227,14 @@ impl Sender {
         }
         let authority = uri.authority().map_or("", |a| a.as_str()).to_owned();
         let scheme = uri.scheme_str().unwrap_or("http");
-        let mut request = http::Request::post(format!("{scheme}://{authority}{path}"))
+        // HTTP/1.1 names the path alone (origin form, RFC 9112 §3.2.1: a server may refuse a
+        // full URL from a client that is not talking to a proxy); HTTP/2 carries the whole URL in
+        // its pseudo-headers.
+        let target = match self.settings.protocol {
+            Protocol::HttpProtobuf => path.clone(),
+            Protocol::Grpc => format!("{scheme}://{authority}{path}"),
+        };
+        let mut request = http::Request::post(target)
             .header(http::header::CONTENT_TYPE, content_type)
             .header(
                 http::header::USER_AGENT,

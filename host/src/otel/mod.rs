@@ -122,19 +122,3 @@ pub fn not_recorded(parent: Option<&SpanContext>) -> SpanContext {
         },
     }
 }
-
-/// Record a finished child span of `parent` from `start` to `end`, with `attributes`.
-pub fn record_child(
-    parent: &SpanContext,
-    name: &'static str,
-    start: Instant,
-    end: Instant,
-    attributes: Vec<(&'static str, Value)>,
-) {
-    if let Some(mut span) = self::start(Some(parent), name, Kind::Internal, start) {
-        for (k, v) in attributes {
-            span.set(k, v);
-        }
-        span.end_at(end);
-    }
-}

@@ -125,7 +125,7 @@ pub fn begin<B>(request: &Request<B>) -> Option<Current> {
             span.set("rpc.method", rpc.to_owned());
         }
         None => {
-            span.set("http.request.method", request.method().to_string());
+            span.set("http.request.method", method_name(request.method()));
             span.set("url.path", path.to_owned());
             if let Some(route) = request.extensions().get::<MatchedPath>() {
                 span.set("http.route", route.as_str().to_owned());
@@ -172,6 +172,21 @@ pub fn end<B>(response: &http::Response<B>) {
         }
     }
     span.end_at(Instant::now());
+}
+
+/// A request method's name, without an allocation for the usual ones.
+fn method_name(method: &http::Method) -> super::Value {
+    let name = match *method {
+        http::Method::GET => "GET",
+        http::Method::POST => "POST",
+        http::Method::PUT => "PUT",
+        http::Method::DELETE => "DELETE",
+        http::Method::HEAD => "HEAD",
+        http::Method::OPTIONS => "OPTIONS",
+        http::Method::PATCH => "PATCH",
+        _ => return method.to_string().into(),
+    };
+    name.into()
 }
 
 /// `host[:port]` (or `[v6]:port`) split.

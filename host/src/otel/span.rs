@@ -2,6 +2,12 @@
 //! one being recorded, which is handed to the exporter when it ends (or is dropped: a call whose
 //! client went away still has its span, ended then).
 //!
+//! The steps of a call (`admission`, `instantiate`, `run`…) are spans of their own in the trace,
+//! but here they travel inside their parent's record as [`Child`]ren: one record, one allocation
+//! and one push a call rather than one a step, which keeps sampling every call cheap
+//! (docs/benchmarks.md, "Tracing"). The encoder writes each as a span, its id derived from its
+//! parent's.
+//!
 //! Times are taken as `Instant`s where the work happens (they cost a clock read) and turned into
 //! Unix nanoseconds against one reading of both clocks taken at start, so a span's start and end
 //! come from the same clock and never run backwards.
@@ -28,6 +34,8 @@ pub enum Kind {
 pub enum Value {
     /// Text.
     Str(Cow<'static, str>),
+    /// A component's sha256, written `sha256:` and hex by the encoder (not on the call's path).
+    Digest([u8; 32]),
     /// A whole number.
     Int(i64),
     /// A flag.
@@ -94,6 +102,21 @@ pub struct Failure {
     pub message: String,
 }
 
+/// A step of a span's work, exported as a span of its own, a child of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Child {
+    /// What it did.
+    pub name: &'static str,
+    /// When it started, in Unix nanoseconds.
+    pub start_ns: u64,
+    /// When it ended, in Unix nanoseconds.
+    pub end_ns: u64,
+    /// Its attributes.
+    pub attributes: Vec<(&'static str, Value)>,
+    /// What happened during it.
+    pub events: Vec<Event>,
+}
+
 /// One finished span.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpanRecord {
@@ -119,6 +142,8 @@ pub struct SpanRecord {
     pub attributes: Vec<(&'static str, Value)>,
     /// What happened during it.
     pub events: Vec<Event>,
+    /// Its steps, each exported as a child span.
+    pub children: Vec<Child>,
     /// Set when it failed.
     pub failure: Option<Failure>,
 }
@@ -153,6 +178,7 @@ impl Span {
                 end_ns: 0,
                 attributes: Vec::new(),
                 events: Vec::new(),
+                children: Vec::new(),
                 failure: None,
             })),
         }
@@ -198,20 +224,23 @@ impl Span {
         }
     }
 
-    /// Record an event at `at`.
-    pub fn event(
-        &mut self,
-        at: Instant,
-        name: &'static str,
-        attributes: Vec<(&'static str, Value)>,
-    ) {
-        if let Some(r) = self.record.as_mut() {
-            r.events.push(Event {
-                time_ns: unix_nanos(at),
-                name,
-                attributes,
-            });
+    /// Record a step of this span's work, from `start` to `end`, as a child span; returns it, to
+    /// add attributes or events to.
+    pub fn child(&mut self, name: &'static str, start: Instant, end: Instant) -> Option<&mut Child> {
+        let r = self.record.as_mut()?;
+        if r.children.capacity() == 0 {
+            // A call has three or four steps.
+            r.children.reserve(4);
         }
+        let start_ns = unix_nanos(start);
+        r.children.push(Child {
+            name,
+            start_ns,
+            end_ns: unix_nanos(end).max(start_ns),
+            attributes: Vec::new(),
+            events: Vec::new(),
+        });
+        r.children.last_mut()
     }
 
     /// Mark the span failed, with `message`.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use wasmrpc_proto::Tensor;
 
 use crate::error::ServiceError;
-use crate::otel::{self, Kind, Span, request};
+use crate::otel::{self, Kind, Span, Value, request};
 use crate::registry::Registration;
 use crate::runtime::Phases;
 
@@ -55,15 +55,15 @@ pub fn peer_call_span(
     )
 }
 
-/// The admission of a call, from `started` until now: a child span, and its wait.
+/// The admission of a call, from `started` for `waited`: a step, and its wait.
 pub fn admission(started: Instant, waited: Duration) {
     if !otel::enabled() {
         return;
     }
-    if let Some(parent) = request::current_context() {
-        otel::record_child(&parent, "admission", started, started + waited, Vec::new());
-    }
-    request::with_span(|span| span.set("wasmrpc.admission_wait_us", waited.as_micros() as u64));
+    request::with_span(|span| {
+        span.set("wasmrpc.admission_wait_us", waited.as_micros() as u64);
+        span.child("admission", started, started + waited);
+    });
 }
 
 /// What a call's span says once it has ended: who called what, how much went in and out, and
@@ -90,10 +90,7 @@ pub fn call_ended(
             Err(e) => {
                 span.set("wasmrpc.bytes_out", 0u64);
                 span.set("wasmrpc.code", e.code().as_str());
-                span.fail(
-                    e.public_message()
-                        .unwrap_or_else(|| e.code().as_str().to_owned()),
-                );
+                span.fail(e.public_message().unwrap_or_else(|| e.code().as_str().to_owned()));
             }
         }
     });
@@ -104,37 +101,29 @@ fn describe(span: &mut Span, registration: &Registration) {
     span.set("wasmrpc.tenant", registration.tenant.as_str().to_owned());
     span.set("wasmrpc.method", registration.name.clone());
     span.set("wasmrpc.version", registration.version);
-    span.set("wasmrpc.digest", registration.digest.to_string());
+    span.set("wasmrpc.digest", Value::Digest(registration.digest.0));
 }
 
 /// A component loaded (compiled, or read from its artifact) for a call, from `started` until
-/// now.
+/// now: a step.
 pub fn loaded(started: Instant, registration: &Registration) {
-    if let Some(parent) = request::current_context() {
-        otel::record_child(
-            &parent,
-            "load",
-            started,
-            Instant::now(),
-            vec![("wasmrpc.digest", registration.digest.to_string().into())],
-        );
-    }
+    request::with_span(|span| {
+        if let Some(load) = span.child("load", started, Instant::now()) {
+            load.attributes
+                .push(("wasmrpc.digest", Value::Digest(registration.digest.0)));
+        }
+    });
 }
 
 /// A call run here: its wait for a call slot (from `queued` to `admitted`), its instance and
-/// its guest (`phases`), as child spans and attributes; the guest's log lines become events of
-/// the `run` span.
+/// its guest (`phases`), as steps and attributes; the guest's log lines become events of the
+/// `run` step.
 pub fn ran(queued: Instant, admitted: Instant, phases: &mut Phases) {
-    let Some(parent) = request::current_context() else {
-        return;
-    };
     let finished = phases.finished.unwrap_or_else(Instant::now);
     let instantiated = phases.instantiated.unwrap_or(finished);
+    let log = phases.log.take();
     request::with_span(|span| {
-        span.set(
-            "wasmrpc.slot_wait_us",
-            (admitted - queued).as_micros() as u64,
-        );
+        span.set("wasmrpc.slot_wait_us", (admitted - queued).as_micros() as u64);
         span.set(
             "wasmrpc.instantiate_us",
             instantiated.saturating_duration_since(admitted).as_micros() as u64,
@@ -143,20 +132,25 @@ pub fn ran(queued: Instant, admitted: Instant, phases: &mut Phases) {
             "wasmrpc.guest_run_us",
             finished.saturating_duration_since(instantiated).as_micros() as u64,
         );
+        span.child("instantiate", admitted, instantiated);
+        let Some(run) = span.child("run", instantiated, finished) else {
+            return;
+        };
+        if let Some((text, dropped)) = log {
+            let at = run.end_ns;
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                run.events.push(otel::span::Event {
+                    time_ns: at,
+                    name: "log",
+                    attributes: vec![("message", line.to_owned().into())],
+                });
+            }
+            if dropped > 0 {
+                run.attributes
+                    .push(("wasmrpc.log_dropped_bytes", dropped.into()));
+            }
+        }
     });
-    otel::record_child(&parent, "instantiate", admitted, instantiated, Vec::new());
-    let Some(mut run) = otel::start(Some(&parent), "run", Kind::Internal, instantiated) else {
-        return;
-    };
-    if let Some((text, dropped)) = phases.log.take() {
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            run.event(finished, "log", vec![("message", line.to_owned().into())]);
-        }
-        if dropped > 0 {
-            run.set("wasmrpc.log_dropped_bytes", dropped);
-        }
-    }
-    run.end_at(finished);
 }
 
 /// Whether the guest's log is wanted for the trace.
@@ -164,8 +158,8 @@ pub fn wants_log() -> bool {
     otel::enabled() && request::current_context().is_some_and(|c| c.sampled)
 }
 
-/// A registration: what was registered, and whether it was compiled (a child span from
-/// `started` to `compiled`) or known already.
+/// A registration: what was registered, and whether it was compiled (a step from `started` to
+/// `compiled`) or known already.
 pub fn registered(registration: &Registration, compiled: Option<(Instant, Instant)>) {
     if !otel::enabled() {
         return;
@@ -176,9 +170,7 @@ pub fn registered(registration: &Registration, compiled: Option<(Instant, Instan
         span.set("wasmrpc.compile_cache_hit", compiled.is_none());
         if let Some((start, end)) = compiled {
             span.set("wasmrpc.compile_ms", (end - start).as_millis() as u64);
+            span.child("compile", start, end);
         }
     });
-    if let (Some(parent), Some((start, end))) = (request::current_context(), compiled) {
-        otel::record_child(&parent, "compile", start, end, Vec::new());
-    }
 }

@@ -180,6 +180,11 @@ impl Receiver {
 type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
 async fn handle(state: &State, request: hyper::Request<Incoming>) -> hyper::Response<Body> {
+    // HTTP/1.1 requests name the path alone (origin form), as servers expect of a client that is
+    // not talking to a proxy: a full URL here is the exporter's mistake.
+    if request.version() == hyper::Version::HTTP_11 && request.uri().scheme().is_some() {
+        return plain(400, Bytes::from_static(b"absolute-form request target"));
+    }
     let path = request.uri().path().to_owned();
     let headers: Vec<(String, String)> = request
         .headers()
