@@ -9,7 +9,8 @@
 //! A call's tensors go as `raw_input_contents` and come back as `raw_output_contents` (typed
 //! `contents` are read too); its timeout goes as the gRPC deadline (`grpc-timeout`); gRPC status
 //! codes are the canonical codes, number for number, so an error is the same [`Error`] the HTTP
-//! layers give.
+//! layers give. `ModelInfer` itself is framed by the client rather than by tonic (`framing.rs`),
+//! so that a tensor is not copied into an encoded message on its way out.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -26,6 +27,8 @@ use crate::connection::{Connection, Received};
 use crate::error::Error;
 use crate::tensor::Tensor;
 use crate::transport::{CLIENT_NAME_HEADER, Transport};
+
+mod framing;
 
 /// The generated client of `inference.GRPCInferenceService` over a [`GrpcChannel`], with no
 /// limit on message sizes (tonic's default of 4 MiB for answers is far below a tensor's).
@@ -97,35 +100,55 @@ impl GrpcChannel {
             .max_encoding_message_size(usize::MAX)
     }
 
-    /// One `ModelInfer`, its request encoded into a buffer sized once for the whole message.
+    /// One `ModelInfer`, framed by the client itself (`framing.rs`): each large tensor is sent
+    /// from its own buffer, not copied into an encoded message, and the answer's raw tensors are
+    /// slices of the one buffer it is read into. The request's metadata (its `grpc-timeout`, say)
+    /// goes as headers, as tonic sends it; its extensions are not used.
     ///
     /// # Errors
     /// The call's gRPC status; UNAVAILABLE when the server cannot be reached.
     pub async fn model_infer(
         &self,
-        mut request: tonic::Request<ModelInferRequest>,
+        request: tonic::Request<ModelInferRequest>,
     ) -> Result<ModelInferResponse, tonic::Status> {
-        let mut grpc = tonic::client::Grpc::new(self.clone())
-            .max_decoding_message_size(usize::MAX)
-            .max_encoding_message_size(usize::MAX);
-        grpc.ready()
-            .await
-            .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
-        request
-            .extensions_mut()
-            .insert(tonic::GrpcMethod::new(SERVICE_NAME, "ModelInfer"));
-        let path =
-            http::uri::PathAndQuery::from_static("/inference.GRPCInferenceService/ModelInfer");
-        grpc.unary(request, path, SizedCodec)
-            .await
-            .map(tonic::Response::into_inner)
+        let (metadata, _, message) = request.into_parts();
+        let framed = framing::request(message)?;
+        let mut headers = metadata.into_headers();
+        // As tonic does: metadata cannot stand in for the protocol's own headers.
+        for reserved in [
+            "te",
+            "user-agent",
+            "content-type",
+            "content-length",
+            "grpc-message",
+            "grpc-message-type",
+            "grpc-status",
+        ] {
+            headers.remove(reserved);
+        }
+        headers.insert(header::TE, HeaderValue::from_static("trailers"));
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/grpc"),
+        );
+        // gRPC does not need it, but with it the server reads the body into one buffer of this
+        // length rather than one grown frame by frame (docs/benchmarks.md, issue 34, G2).
+        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(framed.length));
+        let mut request = http::Request::new(());
+        *request.method_mut() = http::Method::POST;
+        *request.uri_mut() = Uri::from_static("/inference.GRPCInferenceService/ModelInfer");
+        *request.version_mut() = http::Version::HTTP_2;
+        *request.headers_mut() = headers;
+        let response = self.send(request, Chunks::new(framed.buffers)).await?;
+        framing::answer(response).await
     }
 
+    /// tonic's request: its body is its one message, already encoded.
     async fn exchange(
         self,
         request: http::Request<tonic::body::Body>,
     ) -> Result<http::Response<Received>, tonic::Status> {
-        let (mut parts, mut body) = request.into_parts();
+        let (parts, mut body) = request.into_parts();
         // A unary request's body is its one message, already encoded: its buffers go out as
         // they are, with the head, in one write.
         let mut chunks = Vec::new();
@@ -134,6 +157,18 @@ impl GrpcChannel {
                 chunks.push(data);
             }
         }
+        self.send(http::Request::from_parts(parts, ()), Chunks::new(chunks))
+            .await
+    }
+
+    /// Send a gRPC request (its path, headers and body) to the server, with the client's name
+    /// and key; the answer's head, once it is known to be gRPC.
+    async fn send(
+        &self,
+        request: http::Request<()>,
+        chunks: Chunks,
+    ) -> Result<http::Response<Received>, tonic::Status> {
+        let (mut parts, ()) = request.into_parts();
         let mut uri = parts.uri.into_parts();
         uri.scheme = Some(self.scheme.clone());
         uri.authority = Some(self.authority.clone());
@@ -147,7 +182,7 @@ impl GrpcChannel {
         let request = http::Request::from_parts(parts, ());
         let response = self
             .connection
-            .send(request, &Chunks::new(chunks))
+            .send(request, &chunks)
             .await
             .map_err(|failure| {
                 let error = self.transport.unreachable(&failure);
@@ -188,46 +223,6 @@ impl tonic::codegen::Service<http::Request<tonic::body::Body>> for GrpcChannel {
 
     fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
         Box::pin(self.clone().exchange(request))
-    }
-}
-
-/// tonic's prost codec for `ModelInfer`, except that a request's buffer is sized once, for the
-/// whole encoded message: tonic's grows by doubling from 8 KiB, so a 16 MiB tensor was copied
-/// into every larger buffer on the way (and each one's pages faulted in afresh).
-#[derive(Clone, Copy, Debug, Default)]
-struct SizedCodec;
-
-impl tonic::codec::Codec for SizedCodec {
-    type Encode = ModelInferRequest;
-    type Decode = ModelInferResponse;
-    type Encoder = SizedEncoder;
-    type Decoder = tonic_prost::ProstDecoder<ModelInferResponse>;
-
-    fn encoder(&mut self) -> SizedEncoder {
-        SizedEncoder
-    }
-
-    fn decoder(&mut self) -> Self::Decoder {
-        tonic_prost::ProstDecoder::default()
-    }
-}
-
-#[derive(Clone, Copy, Debug, Default)]
-struct SizedEncoder;
-
-impl tonic::codec::Encoder for SizedEncoder {
-    type Item = ModelInferRequest;
-    type Error = tonic::Status;
-
-    fn encode(
-        &mut self,
-        item: ModelInferRequest,
-        buf: &mut tonic::codec::EncodeBuf<'_>,
-    ) -> Result<(), tonic::Status> {
-        use prost::Message as _;
-        buf.reserve(item.encoded_len());
-        item.encode(buf)
-            .map_err(|e| tonic::Status::internal(format!("encoding the request: {e}")))
     }
 }
 
