@@ -117,35 +117,55 @@ pub struct Origin {
     pub version: &'static str,
 }
 
-/// An `ExportTraceServiceRequest` of `spans`, all from `origin`.
-pub fn export_request(origin: &Origin, spans: &[SpanRecord]) -> Vec<u8> {
-    let mut w = Writer {
-        buf: Vec::with_capacity(256 + spans.len() * 320),
-    };
-    // ExportTraceServiceRequest.resource_spans
-    w.message(1, |w| {
-        // ResourceSpans.resource
-        w.message(1, |w| {
-            for (k, v) in &origin.resource {
-                w.key_value(1, k, &Value::Str(v.clone().into()));
-            }
-        });
-        // ResourceSpans.scope_spans
-        w.message(2, |w| {
-            // ScopeSpans.scope
-            w.message(1, |w| {
-                w.string(1, origin.scope);
-                w.string(2, origin.version);
-            });
-            for span in spans {
-                w.message(2, |w| write_span(w, span));
-                for (i, child) in span.children.iter().enumerate() {
-                    w.message(2, |w| write_child(w, span, i, child));
-                }
-            }
-        });
+/// An `ExportTraceServiceRequest` of `spans`, all from `origin`: its bytes start at the offset
+/// returned, after `headroom` bytes the caller may use (the gRPC frame's prefix).
+///
+/// The spans are written first and the messages around them (whose lengths are theirs plus a
+/// little) last, right-aligned in room kept in front: no pass moves the batch's bytes.
+pub fn export_request(origin: &Origin, spans: &[SpanRecord], headroom: usize) -> (Vec<u8>, usize) {
+    // ResourceSpans.resource and ScopeSpans.scope, which do not depend on the spans.
+    let mut head = Writer::default();
+    head.message(1, |w| {
+        for (k, v) in &origin.resource {
+            w.key_value(1, k, &Value::Str(v.clone().into()));
+        }
     });
-    w.into_bytes()
+    let resource = head.into_bytes();
+    let mut scope = Writer::default();
+    scope.message(1, |w| {
+        w.string(1, origin.scope);
+        w.string(2, origin.version);
+    });
+    let scope = scope.into_bytes();
+    // Three tags and three lengths of at most 5 bytes each, the two messages, the caller's room.
+    let room = headroom + resource.len() + scope.len() + 3 * 6;
+    let mut w = Writer {
+        buf: Vec::with_capacity(room + spans.len() * 1024),
+    };
+    w.buf.resize(room, 0);
+    for span in spans {
+        w.message(2, |w| write_span(w, span));
+        for (i, child) in span.children.iter().enumerate() {
+            w.message(2, |w| write_child(w, span, i, child));
+        }
+    }
+    let spans_len = w.buf.len() - room;
+    // ScopeSpans = scope + spans; ResourceSpans = resource + tag/len + ScopeSpans;
+    // the request = tag/len + ResourceSpans.
+    let scope_spans_len = scope.len() + spans_len;
+    let mut scope_spans_prefix = Writer::default();
+    scope_spans_prefix.key(2, LENGTH);
+    scope_spans_prefix.varint(scope_spans_len as u64);
+    let resource_spans_len = resource.len() + scope_spans_prefix.buf.len() + scope_spans_len;
+    let mut front = Writer::default();
+    front.key(1, LENGTH);
+    front.varint(resource_spans_len as u64);
+    front.buf.extend_from_slice(&resource);
+    front.buf.extend_from_slice(&scope_spans_prefix.buf);
+    front.buf.extend_from_slice(&scope);
+    let start = room - front.buf.len();
+    w.buf[start..room].copy_from_slice(&front.buf);
+    (w.buf, start)
 }
 
 fn write_span(w: &mut Writer, s: &SpanRecord) {

@@ -163,10 +163,10 @@ impl Sender {
                 if batch.is_empty() {
                     break;
                 }
-                let body = export_request(&self.origin, &batch);
+                let (body, start) = export_request(&self.origin, &batch, 5);
                 let n = batch.len() as u64;
                 drop(batch);
-                match tokio::time::timeout(self.settings.timeout, self.send(body)).await {
+                match tokio::time::timeout(self.settings.timeout, self.send(body, start)).await {
                     Ok(Ok(())) => {
                         STATS.exported.fetch_add(n, Ordering::Relaxed);
                     }
@@ -201,24 +201,26 @@ impl Sender {
         );
     }
 
-    async fn send(&mut self, body: Vec<u8>) -> Result<(), String> {
+    /// Send the request whose bytes are `body[start..]` (with at least 5 bytes before them for
+    /// the gRPC frame's prefix).
+    async fn send(&mut self, mut body: Vec<u8>, start: usize) -> Result<(), String> {
         let uri: http::Uri = self.settings.endpoint.parse().map_err(|e| format!("{e}"))?;
         let (path, content_type, body) = match self.settings.protocol {
             Protocol::HttpProtobuf => (
                 uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
                 "application/x-protobuf",
-                Bytes::from(body),
+                Bytes::from(body).slice(start..),
             ),
             Protocol::Grpc => {
                 let base = uri.path().trim_end_matches('/');
-                let mut framed = Vec::with_capacity(body.len() + 5);
-                framed.push(0);
-                framed.extend_from_slice(&(body.len() as u32).to_be_bytes());
-                framed.extend_from_slice(&body);
+                // The frame's prefix: not compressed, then the message's length.
+                let len = (body.len() - start) as u32;
+                body[start - 5] = 0;
+                body[start - 4..start].copy_from_slice(&len.to_be_bytes());
                 (
                     format!("{base}{GRPC_EXPORT}"),
                     "application/grpc",
-                    Bytes::from(framed),
+                    Bytes::from(body).slice(start - 5..),
                 )
             }
         };

@@ -90,7 +90,10 @@ pub fn call_ended(
             Err(e) => {
                 span.set("wasmrpc.bytes_out", 0u64);
                 span.set("wasmrpc.code", e.code().as_str());
-                span.fail(e.public_message().unwrap_or_else(|| e.code().as_str().to_owned()));
+                span.fail(
+                    e.public_message()
+                        .unwrap_or_else(|| e.code().as_str().to_owned()),
+                );
             }
         }
     });
@@ -123,7 +126,10 @@ pub fn ran(queued: Instant, admitted: Instant, phases: &mut Phases) {
     let instantiated = phases.instantiated.unwrap_or(finished);
     let log = phases.log.take();
     request::with_span(|span| {
-        span.set("wasmrpc.slot_wait_us", (admitted - queued).as_micros() as u64);
+        span.set(
+            "wasmrpc.slot_wait_us",
+            (admitted - queued).as_micros() as u64,
+        );
         span.set(
             "wasmrpc.instantiate_us",
             instantiated.saturating_duration_since(admitted).as_micros() as u64,
