@@ -73,7 +73,9 @@ pub fn submit(span: SpanRecord) {
         .unwrap_or_else(PoisonError::into_inner);
     if queue.len() >= exporter.max_queue {
         drop(queue);
-        STATS.dropped_queue_full.fetch_add(1, Ordering::Relaxed);
+        STATS
+            .dropped_queue_full
+            .fetch_add(spans_in(&span), Ordering::Relaxed);
         return;
     }
     queue.push(span);
@@ -82,6 +84,11 @@ pub fn submit(span: SpanRecord) {
     if full {
         exporter.wake.notify_one();
     }
+}
+
+/// The spans a record stands for: its own and its steps'.
+fn spans_in(record: &SpanRecord) -> u64 {
+    1 + record.children.len() as u64
 }
 
 /// Start the exporter's thread, sending to `settings`' collector as `origin`. Once a process:
@@ -164,7 +171,7 @@ impl Sender {
                     break;
                 }
                 let (body, start) = export_request(&self.origin, &batch, 5);
-                let n = batch.len() as u64;
+                let n: u64 = batch.iter().map(spans_in).sum();
                 drop(batch);
                 match tokio::time::timeout(self.settings.timeout, self.send(body, start)).await {
                     Ok(Ok(())) => {
