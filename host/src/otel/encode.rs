@@ -3,7 +3,7 @@
 //! `opentelemetry/proto/trace/v1/trace.proto` and its `common` and `resource` protos; the tests
 //! and the suite's receiver decode the output with the official definitions).
 
-use super::span::{Child, SpanRecord, Value};
+use super::span::{Child, Event, SpanRecord, Value};
 
 /// Protobuf's wire types.
 const VARINT: u8 = 0;
@@ -181,18 +181,7 @@ fn write_span(w: &mut Writer, s: &SpanRecord) {
     w.uint(6, s.kind as u64);
     w.fixed64(7, s.start_ns);
     w.fixed64(8, s.end_ns);
-    for (k, v) in &s.attributes {
-        w.key_value(9, k, v);
-    }
-    for e in &s.events {
-        w.message(11, |w| {
-            w.fixed64(1, e.time_ns);
-            w.string(2, e.name);
-            for (k, v) in &e.attributes {
-                w.key_value(3, k, v);
-            }
-        });
-    }
+    write_details(w, &s.attributes, &s.events);
     if let Some(failure) = &s.failure {
         w.message(15, |w| {
             w.string(2, &failure.message);
@@ -209,6 +198,22 @@ fn write_span(w: &mut Writer, s: &SpanRecord) {
     w.fixed32(16, flags);
 }
 
+/// A span's attributes (field 9) and events (field 11).
+fn write_details(w: &mut Writer, attributes: &[(&'static str, Value)], events: &[Event]) {
+    for (k, v) in attributes {
+        w.key_value(9, k, v);
+    }
+    for e in events {
+        w.message(11, |w| {
+            w.fixed64(1, e.time_ns);
+            w.string(2, e.name);
+            for (k, v) in &e.attributes {
+                w.key_value(3, k, v);
+            }
+        });
+    }
+}
+
 /// A step of `parent` as a span: its id derived from the parent's and its place (a parent's id
 /// is random, so these are as unlikely to collide as any two).
 fn write_child(w: &mut Writer, parent: &SpanRecord, index: usize, c: &Child) {
@@ -222,18 +227,7 @@ fn write_child(w: &mut Writer, parent: &SpanRecord, index: usize, c: &Child) {
     w.uint(6, 1);
     w.fixed64(7, c.start_ns);
     w.fixed64(8, c.end_ns);
-    for (k, v) in &c.attributes {
-        w.key_value(9, k, v);
-    }
-    for e in &c.events {
-        w.message(11, |w| {
-            w.fixed64(1, e.time_ns);
-            w.string(2, e.name);
-            for (k, v) in &e.attributes {
-                w.key_value(3, k, v);
-            }
-        });
-    }
+    write_details(w, &c.attributes, &c.events);
     // Sampled; the parent is known to be this process's own.
     w.fixed32(16, FLAGS_SAMPLED | FLAGS_HAS_IS_REMOTE);
 }
