@@ -201,7 +201,7 @@ impl Sender {
         }
         self.last_warning = Some(Instant::now());
         tracing::warn!(
-            endpoint = %self.settings.endpoint,
+            endpoint = %self.settings.endpoint_for_display(),
             spans,
             "could not export spans ({why}); they are dropped, calls go on (counted in \
              wasmrpc_trace_spans_dropped_total; this warning at most once a minute)"

@@ -69,7 +69,7 @@ pub fn install(settings: &TraceSettings, worker: Option<&str>) -> anyhow::Result
     if installed {
         let _ = SAMPLER.set(settings.sampler);
         tracing::info!(
-            endpoint = %settings.endpoint,
+            endpoint = %settings.endpoint_for_display(),
             protocol = ?settings.protocol,
             sampler = ?settings.sampler,
             "exporting traces"

@@ -55,7 +55,7 @@ pub enum Root {
 }
 
 /// The resolved settings of trace export.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct TraceSettings {
     /// The URL spans are sent to (with `/v1/traces` for HTTP).
     pub endpoint: String,
@@ -212,6 +212,40 @@ impl TraceFlags {
             max_batch: count("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512)?.min(max_queue),
             delay: ms("OTEL_BSP_SCHEDULE_DELAY", 5000)?,
         }))
+    }
+}
+
+/// Without the headers' values (a collector's key) or a password in the endpoint.
+impl std::fmt::Debug for TraceSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("TraceSettings")
+            .field("endpoint", &self.endpoint_for_display())
+            .field("protocol", &self.protocol)
+            .field("headers", &header_names)
+            .field("resource", &self.resource)
+            .field("sampler", &self.sampler)
+            .field("timeout", &self.timeout)
+            .field("certificate", &self.certificate)
+            .field("max_queue", &self.max_queue)
+            .field("max_batch", &self.max_batch)
+            .field("delay", &self.delay)
+            .finish()
+    }
+}
+
+impl TraceSettings {
+    /// The endpoint for a log line: a user and password in it (`https://user:pass@host/`) shown
+    /// as `…@`.
+    pub fn endpoint_for_display(&self) -> String {
+        let Some((scheme, rest)) = self.endpoint.split_once("://") else {
+            return self.endpoint.clone();
+        };
+        let authority_end = rest.find('/').unwrap_or(rest.len());
+        match rest[..authority_end].rfind('@') {
+            Some(at) => format!("{scheme}://…{}", &rest[at..]),
+            None => self.endpoint.clone(),
+        }
     }
 }
 
@@ -433,6 +467,29 @@ mod tests {
         };
         let e = resolve(&bad, &[]).unwrap_err().to_string();
         assert!(!e.contains("secret-value-without-equals"), "{e}");
+        assert!(
+            !format!("{s:?}").contains("a b="),
+            "a header's value in {s:?}"
+        );
+    }
+
+    #[test]
+    fn a_password_in_the_endpoint_is_not_shown() {
+        let flags = TraceFlags {
+            endpoint: Some("https://user:s3cret@collector.example:4318".into()),
+            ..Default::default()
+        };
+        let s = resolve(&flags, &[]).unwrap().unwrap();
+        assert_eq!(
+            s.endpoint_for_display(),
+            "https://…@collector.example:4318/v1/traces"
+        );
+        let plain = TraceFlags {
+            endpoint: Some("http://c:4318".into()),
+            ..Default::default()
+        };
+        let s = resolve(&plain, &[]).unwrap().unwrap();
+        assert_eq!(s.endpoint_for_display(), "http://c:4318/v1/traces");
     }
 
     #[test]
