@@ -287,7 +287,8 @@ fn guest_log_lines_become_events_and_failures_set_the_error_status() {
     register(&http, "flood", "guest-hostile", Some("log_flood"));
     register(&http, "trap", "guest-hostile", Some("panic"));
     let traced = http.with_header("traceparent", TRACEPARENT);
-    outputs(&traced.call("flood", json!([scalar_f32(1.0)]), 0));
+    // 100,000 lines to the log, stdout and stderr: seconds in a debug build on a busy machine.
+    outputs(&traced.call("flood", json!([scalar_f32(1.0)]), 60_000));
     let spans = receiver.wait_for(WITHIN, "the flood's run span", |s| {
         s.iter().any(|s| s.span.name == "run")
     });
