@@ -56,13 +56,12 @@ impl SpanContext {
 
     /// The `traceparent` header that makes a callee's spans children of this span.
     pub fn traceparent(&self) -> String {
-        let mut out = String::with_capacity(55);
-        out.push_str("00-");
-        push_hex(&mut out, &self.trace_id);
-        out.push('-');
-        push_hex(&mut out, &self.span_id);
-        out.push_str(if self.sampled { "-01" } else { "-00" });
-        out
+        let flags = if self.sampled { "01" } else { "00" };
+        format!(
+            "00-{}-{}-{flags}",
+            hex::encode(self.trace_id),
+            hex::encode(self.span_id)
+        )
     }
 }
 
@@ -138,21 +137,6 @@ fn hex_byte(pair: &[u8]) -> Option<u8> {
     Some(digit(pair[0])? << 4 | digit(pair[1])?)
 }
 
-fn push_hex(out: &mut String, bytes: &[u8]) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 0xf)] as char);
-    }
-}
-
-/// `bytes` in lowercase hex.
-pub fn hex(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 2);
-    push_hex(&mut out, bytes);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,8 +146,8 @@ mod tests {
     #[test]
     fn a_valid_traceparent_round_trips() {
         let c = SpanContext::from_headers(GOOD.as_bytes(), Some(b"rojo=00f067aa0ba902b7")).unwrap();
-        assert_eq!(hex(&c.trace_id), "4bf92f3577b34da6a3ce929d0e0e4736");
-        assert_eq!(hex(&c.span_id), "00f067aa0ba902b7");
+        assert_eq!(hex::encode(c.trace_id), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(hex::encode(c.span_id), "00f067aa0ba902b7");
         assert!(c.sampled && c.remote);
         assert_eq!(c.state.as_deref(), Some("rojo=00f067aa0ba902b7"));
         assert_eq!(c.traceparent(), GOOD);

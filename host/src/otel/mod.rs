@@ -53,7 +53,7 @@ pub fn install(settings: &TraceSettings, worker: Option<&str>) -> anyhow::Result
     if !resource.iter().any(|(k, _)| k == "service.instance.id") {
         let instance = match worker {
             Some(name) => name.to_owned(),
-            None => context::hex(&context::new_span_id()),
+            None => hex::encode(context::new_span_id()),
         };
         resource.push(("service.instance.id".to_owned(), instance));
     }

@@ -235,17 +235,10 @@ impl std::fmt::Debug for TraceSettings {
 }
 
 impl TraceSettings {
-    /// The endpoint for a log line: a user and password in it (`https://user:pass@host/`) shown
-    /// as `…@`.
+    /// The endpoint for a log line, a user and password in it (`https://user:pass@host/`)
+    /// shown as `***` (`crate::redact`).
     pub fn endpoint_for_display(&self) -> String {
-        let Some((scheme, rest)) = self.endpoint.split_once("://") else {
-            return self.endpoint.clone();
-        };
-        let authority_end = rest.find('/').unwrap_or(rest.len());
-        match rest[..authority_end].rfind('@') {
-            Some(at) => format!("{scheme}://…{}", &rest[at..]),
-            None => self.endpoint.clone(),
-        }
+        crate::redact::redact_url(&self.endpoint)
     }
 }
 
@@ -482,7 +475,7 @@ mod tests {
         let s = resolve(&flags, &[]).unwrap().unwrap();
         assert_eq!(
             s.endpoint_for_display(),
-            "https://…@collector.example:4318/v1/traces"
+            "https://***@collector.example:4318/v1/traces"
         );
         let plain = TraceFlags {
             endpoint: Some("http://c:4318".into()),
