@@ -3,7 +3,7 @@
 //! `opentelemetry/proto/trace/v1/trace.proto` and its `common` and `resource` protos; the tests
 //! and the suite's receiver decode the output with the official definitions).
 
-use super::span::{Child, Event, SpanRecord, Value};
+use super::span::{Child, Event, Name, Shared, SpanRecord, Value, ValueRef};
 
 /// Protobuf's wire types.
 const VARINT: u8 = 0;
@@ -27,11 +27,6 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// The bytes written.
-    pub fn into_bytes(self) -> Vec<u8> {
-        self.buf
-    }
-
     fn varint(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.buf.push((v as u8) | 0x80);
@@ -69,40 +64,87 @@ impl Writer {
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
 
-    /// A nested message in `field`, written by `body`. Its length goes in front once known: one
-    /// byte is kept for it, and the body moved along in the rare case it needs more.
-    fn message(&mut self, field: u32, body: impl FnOnce(&mut Writer)) {
+    /// Text made of `parts`, one after the other.
+    fn string_of(&mut self, field: u32, parts: &[&str]) {
         self.key(field, LENGTH);
-        let at = self.buf.len();
-        self.buf.push(0);
-        body(self);
-        let len = self.buf.len() - at - 1;
-        if len < 0x80 {
-            self.buf[at] = len as u8;
-            return;
+        self.varint(parts.iter().map(|p| p.len() as u64).sum());
+        for p in parts {
+            self.buf.extend_from_slice(p.as_bytes());
         }
-        let mut prefix = Writer::default();
-        prefix.varint(len as u64);
-        self.buf.splice(at..=at, prefix.buf);
     }
 
-    fn key_value(&mut self, field: u32, key: &str, value: &Value) {
-        self.message(field, |w| {
-            w.string(1, key);
-            w.message(2, |w| match value {
-                Value::Str(s) => w.string(1, s),
-                Value::Digest(d) => {
-                    let mut text = [0u8; 7 + 64];
-                    text[..7].copy_from_slice(b"sha256:");
-                    hex_into(&mut text[7..], d);
-                    w.bytes(1, &text);
-                }
-                Value::Bool(b) => w.uint(2, u64::from(*b)),
-                // int64 is a varint of the two's complement.
-                Value::Int(i) => w.uint(3, *i as u64),
-            });
-        });
+    /// A nested message in `field`, written by `body`, expected under 128 bytes.
+    fn message(&mut self, field: u32, body: impl FnOnce(&mut Writer)) {
+        self.message_in(field, 1, body);
     }
+
+    /// A nested message in `field`, written by `body`. Its length goes in front once known:
+    /// `guess` bytes are kept for it (1 up to 127 bytes, 2 up to 16 KiB), and the body moved
+    /// in the rare case it needs another number.
+    fn message_in(&mut self, field: u32, guess: usize, body: impl FnOnce(&mut Writer)) {
+        self.key(field, LENGTH);
+        let at = self.buf.len();
+        self.buf.resize(at + guess, 0);
+        body(self);
+        let len = self.buf.len() - at - guess;
+        let mut prefix = [0u8; 10];
+        let mut n = 0;
+        let mut v = len as u64;
+        while v >= 0x80 {
+            prefix[n] = (v as u8) | 0x80;
+            v >>= 7;
+            n += 1;
+        }
+        prefix[n] = v as u8;
+        n += 1;
+        if n != guess {
+            let end = self.buf.len();
+            if n > guess {
+                self.buf.resize(end + n - guess, 0);
+            }
+            self.buf.copy_within(at + guess..end, at + n);
+            self.buf.truncate(at + n + len);
+        }
+        self.buf[at..at + n].copy_from_slice(&prefix[..n]);
+    }
+
+    /// A `KeyValue` in `field`: its lengths are known before it is written, so it is written in
+    /// one pass (a call's span has two dozen).
+    fn key_value(&mut self, field: u32, key: &str, value: ValueRef<'_>) {
+        const DIGEST_TEXT: usize = 7 + 64;
+        // AnyValue: one field of the value's kind.
+        let any_len = match value {
+            ValueRef::Str(s) => 1 + varint_len(s.len() as u64) + s.len(),
+            ValueRef::Digest(_) => 1 + varint_len(DIGEST_TEXT as u64) + DIGEST_TEXT,
+            ValueRef::Bool(_) => 2,
+            // int64 is a varint of the two's complement.
+            ValueRef::Int(i) => 1 + varint_len(i as u64),
+        };
+        let len =
+            1 + varint_len(key.len() as u64) + key.len() + 1 + varint_len(any_len as u64) + any_len;
+        self.key(field, LENGTH);
+        self.varint(len as u64);
+        self.string(1, key);
+        self.key(2, LENGTH);
+        self.varint(any_len as u64);
+        match value {
+            ValueRef::Str(s) => self.string(1, s),
+            ValueRef::Digest(d) => {
+                let mut text = [0u8; DIGEST_TEXT];
+                text[..7].copy_from_slice(b"sha256:");
+                hex_into(&mut text[7..], d);
+                self.bytes(1, &text);
+            }
+            ValueRef::Bool(b) => self.uint(2, u64::from(b)),
+            ValueRef::Int(i) => self.uint(3, i as u64),
+        }
+    }
+}
+
+/// The bytes of `v` as a varint.
+fn varint_len(v: u64) -> usize {
+    // One byte per 7 bits, at least one.
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 /// What every batch from this process says of it: its resource's attributes, and the
@@ -117,55 +159,96 @@ pub struct Origin {
     pub version: &'static str,
 }
 
-/// An `ExportTraceServiceRequest` of `spans`, all from `origin`: its bytes start at the offset
-/// returned, after `headroom` bytes the caller may use (the gRPC frame's prefix).
-///
-/// The spans are written first and the messages around them (whose lengths are theirs plus a
-/// little) last, right-aligned in room kept in front: no pass moves the batch's bytes.
-pub fn export_request(origin: &Origin, spans: &[SpanRecord], headroom: usize) -> (Vec<u8>, usize) {
-    // ResourceSpans.resource and ScopeSpans.scope, which do not depend on the spans.
-    let mut head = Writer::default();
-    head.message(1, |w| {
-        for (k, v) in &origin.resource {
-            w.key_value(1, k, &Value::Str(v.clone().into()));
-        }
-    });
-    let resource = head.into_bytes();
-    let mut scope = Writer::default();
-    scope.message(1, |w| {
-        w.string(1, origin.scope);
-        w.string(2, origin.version);
-    });
-    let scope = scope.into_bytes();
-    // Three tags and three lengths of at most 5 bytes each, the two messages, the caller's room.
-    let room = headroom + resource.len() + scope.len() + 3 * 6;
-    let mut w = Writer {
-        buf: Vec::with_capacity(room + spans.len() * 1024),
-    };
-    w.buf.resize(room, 0);
-    for span in spans {
-        w.message(2, |w| write_span(w, span));
-        for (i, child) in span.children.iter().enumerate() {
-            w.message(2, |w| write_child(w, span, i, child));
+/// `origin` in protobuf, once: what goes in front of every batch's spans.
+#[derive(Debug, Clone)]
+pub struct Head {
+    /// `ResourceSpans.resource`, with its tag and length.
+    resource: Vec<u8>,
+    /// `ScopeSpans.scope`, with its tag and length.
+    scope: Vec<u8>,
+}
+
+impl Head {
+    /// The head of every batch from `origin`.
+    pub fn new(origin: &Origin) -> Head {
+        let mut resource = Writer::default();
+        resource.message_in(1, 2, |w| {
+            for (k, v) in &origin.resource {
+                w.key_value(1, k, ValueRef::Str(v));
+            }
+        });
+        let mut scope = Writer::default();
+        scope.message(1, |w| {
+            w.string(1, origin.scope);
+            w.string(2, origin.version);
+        });
+        Head {
+            resource: resource.buf,
+            scope: scope.buf,
         }
     }
-    let spans_len = w.buf.len() - room;
-    // ScopeSpans = scope + spans; ResourceSpans = resource + tag/len + ScopeSpans;
-    // the request = tag/len + ResourceSpans.
-    let scope_spans_len = scope.len() + spans_len;
-    let mut scope_spans_prefix = Writer::default();
-    scope_spans_prefix.key(2, LENGTH);
-    scope_spans_prefix.varint(scope_spans_len as u64);
-    let resource_spans_len = resource.len() + scope_spans_prefix.buf.len() + scope_spans_len;
-    let mut front = Writer::default();
-    front.key(1, LENGTH);
-    front.varint(resource_spans_len as u64);
-    front.buf.extend_from_slice(&resource);
-    front.buf.extend_from_slice(&scope_spans_prefix.buf);
-    front.buf.extend_from_slice(&scope);
-    let start = room - front.buf.len();
-    w.buf[start..room].copy_from_slice(&front.buf);
-    (w.buf, start)
+
+    /// The bytes a batch keeps free in front of its spans for [`Head::finish`] to fill:
+    /// `headroom` for the caller (the gRPC frame's prefix), the two messages, and three tags
+    /// and three lengths of at most 5 bytes each.
+    pub fn room(&self, headroom: usize) -> usize {
+        headroom + self.resource.len() + self.scope.len() + 3 * 6
+    }
+
+    /// Make `batch` an `ExportTraceServiceRequest`: `batch` is [`Head::room`]`(headroom)` bytes,
+    /// then spans as [`write_record`] wrote them. Its messages go right-aligned in the room (the
+    /// spans are not moved); the request's bytes start at the offset returned.
+    pub fn finish(&self, batch: &mut [u8], headroom: usize) -> usize {
+        let room = self.room(headroom);
+        let spans_len = batch.len() - room;
+        // ScopeSpans = scope + spans; ResourceSpans = resource + tag/len + ScopeSpans;
+        // the request = tag/len + ResourceSpans.
+        let scope_spans_len = self.scope.len() + spans_len;
+        let mut scope_spans_prefix = Writer::default();
+        scope_spans_prefix.key(2, LENGTH);
+        scope_spans_prefix.varint(scope_spans_len as u64);
+        let resource_spans_len =
+            self.resource.len() + scope_spans_prefix.buf.len() + scope_spans_len;
+        let mut front = Writer::default();
+        front.key(1, LENGTH);
+        front.varint(resource_spans_len as u64);
+        front.buf.extend_from_slice(&self.resource);
+        front.buf.extend_from_slice(&scope_spans_prefix.buf);
+        front.buf.extend_from_slice(&self.scope);
+        let start = room - front.buf.len();
+        batch[start..room].copy_from_slice(&front.buf);
+        start
+    }
+}
+
+/// Append `record` to `out` as `ScopeSpans.spans`: its span, then each of its steps as a span.
+pub fn write_record(out: &mut Vec<u8>, record: &SpanRecord) {
+    let mut w = Writer {
+        buf: std::mem::take(out),
+    };
+    // A call's span is some hundreds of bytes: two for its length.
+    w.message_in(2, 2, |w| write_span(w, record));
+    for (i, child) in record.children.iter().enumerate() {
+        w.message(2, |w| write_child(w, record, i, child));
+    }
+    *out = w.buf;
+}
+
+/// An `ExportTraceServiceRequest` of `records`, all from `origin`: its bytes start at the
+/// offset returned, after `headroom` bytes the caller may use.
+#[cfg(test)]
+pub fn export_request(
+    origin: &Origin,
+    records: &[SpanRecord],
+    headroom: usize,
+) -> (Vec<u8>, usize) {
+    let head = Head::new(origin);
+    let mut batch = vec![0; head.room(headroom)];
+    for record in records {
+        write_record(&mut batch, record);
+    }
+    let start = head.finish(&mut batch, headroom);
+    (batch, start)
 }
 
 fn write_span(w: &mut Writer, s: &SpanRecord) {
@@ -177,11 +260,14 @@ fn write_span(w: &mut Writer, s: &SpanRecord) {
     if let Some(parent) = &s.parent_span_id {
         w.bytes(4, parent);
     }
-    w.string(5, &s.name);
+    write_name(w, &s.name);
     w.uint(6, s.kind as u64);
     w.fixed64(7, s.start_ns);
     w.fixed64(8, s.end_ns);
     write_details(w, &s.attributes, &s.events);
+    if let Some(shared) = &s.shared {
+        write_shared(w, &s.attributes, shared.as_ref());
+    }
     if let Some(failure) = &s.failure {
         w.message(15, |w| {
             w.string(2, &failure.message);
@@ -198,20 +284,33 @@ fn write_span(w: &mut Writer, s: &SpanRecord) {
     w.fixed32(16, flags);
 }
 
+fn write_name(w: &mut Writer, name: &Name) {
+    w.string_of(5, &name.parts());
+}
+
 /// A span's attributes (field 9) and events (field 11).
 fn write_details(w: &mut Writer, attributes: &[(&'static str, Value)], events: &[Event]) {
     for (k, v) in attributes {
-        w.key_value(9, k, v);
+        w.key_value(9, k, v.as_ref());
     }
     for e in events {
         w.message(11, |w| {
             w.fixed64(1, e.time_ns);
             w.string(2, e.name);
             for (k, v) in &e.attributes {
-                w.key_value(3, k, v);
+                w.key_value(3, k, v.as_ref());
             }
         });
     }
+}
+
+/// The attributes a span takes from `shared`, but those it has set itself (`own`).
+fn write_shared(w: &mut Writer, own: &[(&'static str, Value)], shared: &dyn Shared) {
+    shared.attributes(&mut |key, value| {
+        if !own.iter().any(|(k, _)| *k == key) {
+            w.key_value(9, key, value);
+        }
+    });
 }
 
 /// A step of `parent` as a span: its id derived from the parent's and its place (a parent's id
@@ -259,16 +358,202 @@ mod tests {
     fn a_long_nested_message_gets_a_longer_length() {
         let mut w = Writer::default();
         w.message(1, |w| w.bytes(2, &[7; 300]));
-        let b = w.into_bytes();
+        let b = w.buf;
         // key 1/LENGTH, length 303 as a two-byte varint, then key 2/LENGTH, 300 as two bytes.
         assert_eq!(&b[..5], &[0x0a, 0xaf, 0x02, 0x12, 0xac]);
         assert_eq!(b.len(), 1 + 2 + 1 + 2 + 300);
     }
 
     #[test]
+    fn lengths_guessed_wrong_either_way_are_written_right() {
+        for n in [0usize, 1, 126, 127, 128, 300, 16_383, 16_384, 70_000] {
+            let mut w = Writer::default();
+            w.message_in(1, 2, |w| w.buf.extend(std::iter::repeat_n(9, n)));
+            let mut expected = Writer::default();
+            expected.key(1, LENGTH);
+            expected.varint(n as u64);
+            expected.buf.extend(std::iter::repeat_n(9, n));
+            assert_eq!(w.buf, expected.buf, "a body of {n} bytes");
+        }
+    }
+
+    /// A method's identity, shared.
+    #[derive(Debug)]
+    struct Method;
+
+    impl Shared for Method {
+        fn attributes(&self, out: &mut dyn FnMut(&'static str, ValueRef<'_>)) {
+            out("rpc.method", ValueRef::Str("add"));
+            out("wasmrpc.version", ValueRef::Int(3));
+        }
+    }
+
+    /// The route a router matched for `POST /v1/methods/add/call`.
+    async fn matched_route() -> axum::extract::MatchedPath {
+        use tower::ServiceExt as _;
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let keep = seen.clone();
+        let app = axum::Router::new().route(
+            "/v1/methods/{name}/call",
+            axum::routing::post(move |route: axum::extract::MatchedPath| async move {
+                *keep.lock().unwrap() = Some(route);
+            }),
+        );
+        let request = http::Request::post("/v1/methods/add/call")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        app.oneshot(request).await.unwrap();
+        seen.lock().unwrap().take().expect("the route matched")
+    }
+
+    #[tokio::test]
+    async fn the_official_definitions_read_a_batch_with_shared_attributes_and_a_route_name() {
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
+        use prost::Message as _;
+
+        let route = matched_route().await;
+        let record = SpanRecord {
+            trace_id: [1; 16],
+            span_id: [2; 8],
+            parent_span_id: Some([3; 8]),
+            parent_remote: true,
+            state: None,
+            name: Name::Route("POST", route),
+            kind: super::super::Kind::Server,
+            start_ns: 10,
+            end_ns: 20,
+            attributes: vec![
+                ("rpc.method", Value::Str("ModelInfer".into())),
+                ("big", Value::Str("x".repeat(20_000).into())),
+            ],
+            shared: Some(std::sync::Arc::new(Method)),
+            events: Vec::new(),
+            children: Vec::new(),
+            failure: None,
+        };
+        let origin = Origin {
+            resource: vec![("service.name".into(), "svc".into())],
+            scope: "wasmrpc",
+            version: "0",
+        };
+        let (buf, start) = export_request(&origin, &[record], 5);
+        let request = ExportTraceServiceRequest::decode(&buf[start..]).expect("decodes");
+        let span = &request.resource_spans[0].scope_spans[0].spans[0];
+        assert_eq!(span.name, "POST /v1/methods/{name}/call");
+        let attributes: Vec<(String, Option<V>)> = span
+            .attributes
+            .iter()
+            .map(|kv| (kv.key.clone(), kv.value.clone().and_then(|v| v.value)))
+            .collect();
+        // The span's own rpc.method wins over the shared one; the shared version is there.
+        assert_eq!(
+            attributes[0],
+            (
+                "rpc.method".into(),
+                Some(V::StringValue("ModelInfer".into()))
+            )
+        );
+        assert_eq!(attributes[1].0, "big");
+        assert_eq!(
+            attributes[2],
+            ("wasmrpc.version".into(), Some(V::IntValue(3)))
+        );
+        assert_eq!(attributes.len(), 3);
+    }
+
+    /// A call's span as the server records it over HTTP/1.1, with its three steps.
+    fn a_calls_span(route: &axum::extract::MatchedPath) -> SpanRecord {
+        let mut record = SpanRecord {
+            trace_id: [1; 16],
+            span_id: [2; 8],
+            parent_span_id: Some([3; 8]),
+            parent_remote: true,
+            state: None,
+            name: Name::Route("POST", route.clone()),
+            kind: super::super::Kind::Server,
+            start_ns: 1_700_000_000_000_000_000,
+            end_ns: 1_700_000_000_000_100_000,
+            attributes: Vec::new(),
+            shared: Some(std::sync::Arc::new(Method)),
+            events: Vec::new(),
+            children: Vec::new(),
+            failure: None,
+        };
+        let a = &mut record.attributes;
+        a.push(("server.address", Value::Str("127.0.0.1".to_owned().into())));
+        a.push(("server.port", Value::Int(8080)));
+        a.push(("network.protocol.version", Value::Str("1.1".into())));
+        a.push(("http.request.method", Value::Str("POST".into())));
+        a.push((
+            "url.path",
+            Value::Str("/v1/methods/add/call".to_owned().into()),
+        ));
+        a.push(("http.route", Value::Route(route.clone())));
+        a.push(("wasmrpc.admission_wait_us", Value::Int(3)));
+        a.push(("wasmrpc.slot_wait_us", Value::Int(1)));
+        a.push(("wasmrpc.instantiate_us", Value::Int(12)));
+        a.push(("wasmrpc.guest_run_us", Value::Int(4)));
+        a.push(("rpc.system", Value::Str("wasmrpc".into())));
+        a.push(("wasmrpc.bytes_in", Value::Int(8)));
+        a.push(("wasmrpc.bytes_out", Value::Int(4)));
+        a.push(("wasmrpc.code", Value::Str("OK".into())));
+        a.push(("http.response.status_code", Value::Int(200)));
+        a.push(("wasmrpc.digest", Value::Digest([0xab; 32])));
+        for name in ["admission", "instantiate", "run"] {
+            record.children.push(Child {
+                name,
+                start_ns: 1_700_000_000_000_000_000,
+                end_ns: 1_700_000_000_000_010_000,
+                attributes: Vec::new(),
+                events: Vec::new(),
+            });
+        }
+        record
+    }
+
+    /// How long writing a call's spans takes (`cargo test --release -p wasmrpc-host --lib
+    /// encode_speed -- --ignored --nocapture`).
+    #[tokio::test]
+    #[ignore = "a measurement, not a check"]
+    async fn encode_speed() {
+        let route = matched_route().await;
+        let record = a_calls_span(&route);
+        let mut buf = Vec::with_capacity(4096);
+        let mut best = f64::MAX;
+        for _ in 0..200 {
+            let t = std::time::Instant::now();
+            for _ in 0..512 {
+                buf.clear();
+                write_record(&mut buf, &record);
+            }
+            best = best.min(t.elapsed().as_secs_f64() * 1e9 / 512.0);
+        }
+        println!("encode: {best:.0} ns a call, {} bytes a call", buf.len());
+    }
+
+    #[test]
+    fn varint_lengths() {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            16_383,
+            16_384,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ] {
+            let mut w = Writer::default();
+            w.varint(v);
+            assert_eq!(varint_len(v), w.buf.len(), "{v}");
+        }
+    }
+
+    #[test]
     fn negative_ints_are_ten_byte_varints() {
         let mut w = Writer::default();
         w.uint(3, -1i64 as u64);
-        assert_eq!(w.into_bytes().len(), 11);
+        assert_eq!(w.buf.len(), 11);
     }
 }

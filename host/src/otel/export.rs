@@ -1,12 +1,15 @@
 //! The exporter: finished spans wait in one bounded queue, and a thread of their own sends them
 //! in batches to the collector, over OTLP/HTTP (protobuf) or OTLP/gRPC.
 //!
-//! A call's only cost is a lock and a push: the thread is woken when a batch is full, else by its
-//! timer, never per span. When the queue is full a span is dropped and counted
+//! A call's span is written in protobuf by the thread that recorded it and its bytes added to
+//! the open batch under a lock: the exporter's thread has only bytes to send, and is woken when
+//! a batch is full, else by its timer, never per span. When the queue is full a span is dropped and counted
 //! (`wasmrpc_trace_spans_dropped_total{reason="queue_full"}`); a batch the collector does not
 //! take is dropped and counted too (`reason="export_failed"`) with a warning at most once a
 //! minute, so a collector that is down costs a warning and nothing else.
 
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
@@ -16,7 +19,7 @@ use http_body_util::{BodyExt as _, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::sync::Notify;
 
-use super::encode::{Origin, export_request};
+use super::encode::{Head, Origin, write_record};
 use super::settings::{Protocol, TraceSettings};
 use super::span::SpanRecord;
 
@@ -39,15 +42,70 @@ pub struct ExportStats {
     pub dropped_export_failed: AtomicU64,
 }
 
-/// The queue between the calls and the exporter's thread.
+/// The bytes before each batch's spans, for the gRPC frame's prefix.
+const HEADROOM: usize = 5;
+
+/// The queue between the calls and the exporter's thread: spans already in protobuf, batch by
+/// batch.
 struct Exporter {
-    queue: Mutex<Vec<SpanRecord>>,
+    queue: Mutex<Queue>,
+    /// What goes in front of each batch's spans.
+    head: Head,
     /// Woken when a batch is full, or to flush.
     wake: Notify,
     /// Woken by the thread once the queue was emptied after a flush was asked for.
     flushed: Notify,
     max_queue: usize,
     max_batch: usize,
+}
+
+/// Batches waiting for the exporter's thread.
+struct Queue {
+    /// Full ones, oldest first.
+    full: VecDeque<Batch>,
+    /// The one spans are added to.
+    open: Batch,
+    /// Records in all of them (a span with its steps counts one).
+    records: usize,
+    /// Buffers of sent batches, to be filled again.
+    spare: Vec<Vec<u8>>,
+}
+
+/// Spans in protobuf after room for the request's head ([`Head::room`]).
+struct Batch {
+    bytes: Vec<u8>,
+    /// Records (a span with its steps counts one), against the batch size.
+    records: usize,
+    /// Spans, steps included, for the counts of `/metrics`.
+    spans: u64,
+}
+
+impl Queue {
+    /// A new batch, in a spare buffer if there is one.
+    fn new_batch(&mut self, room: usize) -> Batch {
+        let mut bytes = self.spare.pop().unwrap_or_default();
+        bytes.clear();
+        bytes.resize(room, 0);
+        Batch {
+            bytes,
+            records: 0,
+            spans: 0,
+        }
+    }
+
+    /// The oldest batch with spans in it, taken to be sent.
+    fn take(&mut self, room: usize) -> Option<Batch> {
+        let batch = match self.full.pop_front() {
+            Some(batch) => batch,
+            None if self.open.records > 0 => {
+                let next = self.new_batch(room);
+                std::mem::replace(&mut self.open, next)
+            }
+            None => return None,
+        };
+        self.records -= batch.records;
+        Some(batch)
+    }
 }
 
 static EXPORTER: OnceLock<Arc<Exporter>> = OnceLock::new();
@@ -62,33 +120,51 @@ pub fn stats() -> &'static ExportStats {
     &STATS
 }
 
-/// Hand a finished span to the exporter (a no-op when none is installed).
-pub fn submit(span: SpanRecord) {
+thread_local! {
+    /// Where a span is written before it is added to the queue: in this thread's cache, and
+    /// not under the queue's lock.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Hand a finished span to the exporter (a no-op when none is installed): it is written in
+/// protobuf here, on the thread that recorded it, and its bytes added to the open batch, so
+/// that the record stays with this thread to be used again and the exporter's thread has only
+/// bytes to send.
+pub fn submit(record: &SpanRecord) {
     let Some(exporter) = EXPORTER.get() else {
         return;
     };
-    let mut queue = exporter
-        .queue
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    if queue.len() >= exporter.max_queue {
+    let spans = 1 + record.children.len() as u64;
+    let _ = SCRATCH.try_with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        scratch.clear();
+        write_record(&mut scratch, record);
+        let mut queue = exporter
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if queue.records >= exporter.max_queue {
+            drop(queue);
+            STATS.dropped_queue_full.fetch_add(spans, Ordering::Relaxed);
+            return;
+        }
+        queue.records += 1;
+        let open = &mut queue.open;
+        open.bytes.extend_from_slice(&scratch);
+        open.records += 1;
+        open.spans += spans;
+        let full = open.records >= exporter.max_batch;
+        if full {
+            let room = exporter.head.room(HEADROOM);
+            let next = queue.new_batch(room);
+            let batch = std::mem::replace(&mut queue.open, next);
+            queue.full.push_back(batch);
+        }
         drop(queue);
-        STATS
-            .dropped_queue_full
-            .fetch_add(spans_in(&span), Ordering::Relaxed);
-        return;
-    }
-    queue.push(span);
-    let full = queue.len() == exporter.max_batch;
-    drop(queue);
-    if full {
-        exporter.wake.notify_one();
-    }
-}
-
-/// The spans a record stands for: its own and its steps'.
-fn spans_in(record: &SpanRecord) -> u64 {
-    1 + record.children.len() as u64
+        if full {
+            exporter.wake.notify_one();
+        }
+    });
 }
 
 /// Start the exporter's thread, sending to `settings`' collector as `origin`. Once a process:
@@ -104,8 +180,22 @@ pub fn install(settings: &TraceSettings, origin: Origin) -> anyhow::Result<bool>
         true => Some(tls_config(settings)?),
         false => None,
     };
+    let head = Head::new(&origin);
+    let room = head.room(HEADROOM);
+    let mut queue = Queue {
+        full: VecDeque::new(),
+        open: Batch {
+            bytes: Vec::new(),
+            records: 0,
+            spans: 0,
+        },
+        records: 0,
+        spare: Vec::new(),
+    };
+    queue.open = queue.new_batch(room);
     let exporter = Arc::new(Exporter {
-        queue: Mutex::new(Vec::with_capacity(settings.max_batch)),
+        queue: Mutex::new(queue),
+        head,
         wake: Notify::new(),
         flushed: Notify::new(),
         max_queue: settings.max_queue,
@@ -119,7 +209,6 @@ pub fn install(settings: &TraceSettings, origin: Origin) -> anyhow::Result<bool>
         .build()?;
     let sender = Sender {
         settings: settings.clone(),
-        origin,
         tls,
         connection: None,
         last_warning: None,
@@ -144,7 +233,6 @@ pub async fn flush(timeout: Duration) {
 /// The exporter's thread: batches out, one export at a time.
 struct Sender {
     settings: TraceSettings,
-    origin: Origin,
     tls: Option<Arc<rustls::ClientConfig>>,
     connection: Option<Connection>,
     last_warning: Option<Instant>,
@@ -152,43 +240,53 @@ struct Sender {
 
 impl Sender {
     async fn run(mut self, exporter: Arc<Exporter>) {
+        let room = exporter.head.room(HEADROOM);
         loop {
             let _ = tokio::time::timeout(self.settings.delay, exporter.wake.notified()).await;
             loop {
-                let batch: Vec<SpanRecord> = {
-                    let mut queue = exporter
-                        .queue
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner);
-                    let n = queue.len().min(self.settings.max_batch);
-                    if n == queue.len() {
-                        std::mem::take(&mut *queue)
-                    } else {
-                        queue.drain(..n).collect()
+                let batch = exporter
+                    .queue
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take(room);
+                let Some(mut batch) = batch else {
+                    break;
+                };
+                let start = exporter.head.finish(&mut batch.bytes, HEADROOM);
+                let n = batch.spans;
+                let sent = self.send(batch.bytes, start).await;
+                let failed = match sent {
+                    (buffer, Ok(())) => {
+                        STATS.exported.fetch_add(n, Ordering::Relaxed);
+                        self.keep(&exporter, buffer);
+                        None
+                    }
+                    (buffer, Err(e)) => {
+                        self.keep(&exporter, buffer);
+                        Some(e)
                     }
                 };
-                if batch.is_empty() {
-                    break;
-                }
-                let (body, start) = export_request(&self.origin, &batch, 5);
-                let n: u64 = batch.iter().map(spans_in).sum();
-                drop(batch);
-                match tokio::time::timeout(self.settings.timeout, self.send(body, start)).await {
-                    Ok(Ok(())) => {
-                        STATS.exported.fetch_add(n, Ordering::Relaxed);
-                    }
-                    failed => {
-                        STATS.dropped_export_failed.fetch_add(n, Ordering::Relaxed);
-                        self.connection = None;
-                        let why = match failed {
-                            Ok(Err(e)) => e,
-                            _ => format!("no answer within {:?}", self.settings.timeout),
-                        };
-                        self.warn(n, &why);
-                    }
+                if let Some(why) = failed {
+                    STATS.dropped_export_failed.fetch_add(n, Ordering::Relaxed);
+                    self.connection = None;
+                    self.warn(n, &why);
                 }
             }
             exporter.flushed.notify_waiters();
+        }
+    }
+
+    /// Give a sent batch's buffer (when it came back) to the queue, for a batch to come.
+    fn keep(&self, exporter: &Exporter, buffer: Option<Vec<u8>>) {
+        if let Some(buffer) = buffer {
+            let mut queue = exporter
+                .queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            // A full batch and the open one: a third is rarely needed.
+            if queue.spare.len() < 2 {
+                queue.spare.push(buffer);
+            }
         }
     }
 
@@ -209,30 +307,49 @@ impl Sender {
     }
 
     /// Send the request whose bytes are `body[start..]` (with at least 5 bytes before them for
-    /// the gRPC frame's prefix).
-    async fn send(&mut self, mut body: Vec<u8>, start: usize) -> Result<(), String> {
-        let uri: http::Uri = self.settings.endpoint.parse().map_err(|e| format!("{e}"))?;
-        let (path, content_type, body) = match self.settings.protocol {
+    /// the gRPC frame's prefix), within the export timeout; `body`'s buffer comes back once
+    /// nothing else holds it.
+    async fn send(
+        &mut self,
+        mut body: Vec<u8>,
+        start: usize,
+    ) -> (Option<Vec<u8>>, Result<(), String>) {
+        let uri: http::Uri = match self.settings.endpoint.parse() {
+            Ok(uri) => uri,
+            Err(e) => return (Some(body), Err(format!("{e}"))),
+        };
+        let mut from = start;
+        if self.settings.protocol == Protocol::Grpc {
+            // The frame's prefix: not compressed, then the message's length.
+            let len = (body.len() - start) as u32;
+            body[start - 5] = 0;
+            body[start - 4..start].copy_from_slice(&len.to_be_bytes());
+            from = start - 5;
+        }
+        let whole = Bytes::from(body);
+        let timeout = self.settings.timeout;
+        let sent =
+            match tokio::time::timeout(timeout, self.send_bytes(&uri, whole.slice(from..))).await {
+                Ok(sent) => sent,
+                Err(_) => Err(format!("no answer within {timeout:?}")),
+            };
+        // The body was written (or dropped) by now: its buffer can be filled again.
+        (whole.try_into_mut().ok().map(Vec::from), sent)
+    }
+
+    async fn send_bytes(&mut self, uri: &http::Uri, body: Bytes) -> Result<(), String> {
+        let (path, content_type) = match self.settings.protocol {
             Protocol::HttpProtobuf => (
                 uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
                 "application/x-protobuf",
-                Bytes::from(body).slice(start..),
             ),
             Protocol::Grpc => {
                 let base = uri.path().trim_end_matches('/');
-                // The frame's prefix: not compressed, then the message's length.
-                let len = (body.len() - start) as u32;
-                body[start - 5] = 0;
-                body[start - 4..start].copy_from_slice(&len.to_be_bytes());
-                (
-                    format!("{base}{GRPC_EXPORT}"),
-                    "application/grpc",
-                    Bytes::from(body).slice(start - 5..),
-                )
+                (format!("{base}{GRPC_EXPORT}"), "application/grpc")
             }
         };
         if self.connection.as_ref().is_none_or(Connection::is_closed) {
-            self.connection = Some(self.connect(&uri).await?);
+            self.connection = Some(self.connect(uri).await?);
         }
         let authority = uri.authority().map_or("", |a| a.as_str()).to_owned();
         let scheme = uri.scheme_str().unwrap_or("http");

@@ -18,13 +18,12 @@ pub mod request;
 pub mod settings;
 pub mod span;
 
-use std::borrow::Cow;
 use std::sync::OnceLock;
 use std::time::Instant;
 
 pub use context::SpanContext;
 pub use settings::{TraceFlags, TraceSettings};
-pub use span::{Kind, Span, Value};
+pub use span::{Kind, Shared, Span, Value, ValueRef};
 
 /// The instrumentation scope's name.
 const SCOPE: &str = "wasmrpc";
@@ -89,7 +88,7 @@ fn hostname() -> std::io::Result<String> {
 /// new trace are put to the sampler.
 pub fn start(
     parent: Option<&SpanContext>,
-    name: impl Into<Cow<'static, str>>,
+    name: impl Into<span::Name>,
     kind: Kind,
     at: Instant,
 ) -> Option<Span> {

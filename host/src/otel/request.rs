@@ -8,11 +8,17 @@ use std::future::Future;
 use std::time::Instant;
 
 use axum::extract::MatchedPath;
-use http::Request;
+use http::{HeaderName, Request};
 use tokio::task::futures::TaskLocalFuture;
 
 use super::context::{SpanContext, TRACEPARENT, TRACESTATE};
-use super::span::{Kind, Span};
+use super::span::{Kind, Name, Span, Value};
+
+// The headers read from every traced request, named once (a name given as text is parsed at
+// each lookup).
+static TRACEPARENT_HEADER: HeaderName = HeaderName::from_static(TRACEPARENT);
+static TRACESTATE_HEADER: HeaderName = HeaderName::from_static(TRACESTATE);
+static GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
 
 /// The request's trace, recorded here or not.
 #[derive(Debug)]
@@ -87,14 +93,20 @@ pub fn begin<B>(request: &Request<B>) -> Option<Current> {
         return None;
     }
     let headers = request.headers();
-    let parent = headers.get(TRACEPARENT).and_then(|tp| {
-        SpanContext::from_headers(tp.as_bytes(), headers.get(TRACESTATE).map(|s| s.as_bytes()))
+    let parent = headers.get(&TRACEPARENT_HEADER).and_then(|tp| {
+        SpanContext::from_headers(
+            tp.as_bytes(),
+            headers.get(&TRACESTATE_HEADER).map(|s| s.as_bytes()),
+        )
     });
     let now = Instant::now();
-    let name = match (grpc, request.extensions().get::<MatchedPath>()) {
-        (Some(rpc), _) => format!("inference.GRPCInferenceService/{rpc}"),
-        (None, Some(route)) => format!("{} {}", request.method(), route.as_str()),
-        (None, None) => request.method().to_string(),
+    let route = request.extensions().get::<MatchedPath>();
+    let method = method_name(request.method());
+    let name = match (grpc, route, method) {
+        (Some(rpc), _, _) => Name::from(format!("inference.GRPCInferenceService/{rpc}")),
+        (None, Some(route), Some(method)) => Name::Route(method, route.clone()),
+        (None, Some(route), None) => format!("{} {}", request.method(), route.as_str()).into(),
+        (None, None, _) => request.method().to_string().into(),
     };
     let Some(mut span) = super::start(parent.as_ref(), name, Kind::Server, now) else {
         return Some(Current::NotRecorded(super::not_recorded(parent.as_ref())));
@@ -125,10 +137,13 @@ pub fn begin<B>(request: &Request<B>) -> Option<Current> {
             span.set("rpc.method", rpc.to_owned());
         }
         None => {
-            span.set("http.request.method", method_name(request.method()));
+            match method {
+                Some(method) => span.set("http.request.method", method),
+                None => span.set("http.request.method", request.method().to_string()),
+            }
             span.set("url.path", path.to_owned());
-            if let Some(route) = request.extensions().get::<MatchedPath>() {
-                span.set("http.route", route.as_str().to_owned());
+            if let Some(route) = route {
+                span.set("http.route", Value::Route(route.clone()));
             }
         }
     }
@@ -147,7 +162,7 @@ pub fn end<B>(response: &http::Response<B>) {
         return;
     };
     let status = response.status();
-    match response.headers().get("grpc-status") {
+    match response.headers().get(&GRPC_STATUS) {
         // A gRPC answer with its status in the headers (a failure before any message).
         Some(code) => {
             let code = code
@@ -174,9 +189,9 @@ pub fn end<B>(response: &http::Response<B>) {
     span.end_at(Instant::now());
 }
 
-/// A request method's name, without an allocation for the usual ones.
-fn method_name(method: &http::Method) -> super::Value {
-    let name = match *method {
+/// A request method's name, when it is one of the usual ones.
+fn method_name(method: &http::Method) -> Option<&'static str> {
+    Some(match *method {
         http::Method::GET => "GET",
         http::Method::POST => "POST",
         http::Method::PUT => "PUT",
@@ -184,9 +199,8 @@ fn method_name(method: &http::Method) -> super::Value {
         http::Method::HEAD => "HEAD",
         http::Method::OPTIONS => "OPTIONS",
         http::Method::PATCH => "PATCH",
-        _ => return method.to_string().into(),
-    };
-    name.into()
+        _ => return None,
+    })
 }
 
 /// `host[:port]` (or `[v6]:port`) split.

@@ -8,12 +8,21 @@
 //! (docs/benchmarks.md, "Tracing"). The encoder writes each as a span, its id derived from its
 //! parent's.
 //!
+//! A span is written in protobuf when it ends, by the thread that ends it, and its record kept
+//! for the next span that thread starts: a call's span costs no allocation but the text copied
+//! from its request. What the server holds already (a method's registration, the request's
+//! route) is referred to, not copied ([`Name`], [`Value::Route`], [`Shared`]).
+//!
 //! Times are taken as `Instant`s where the work happens (they cost a clock read) and turned into
 //! Unix nanoseconds against one reading of both clocks taken at start, so a span's start and end
 //! come from the same clock and never run backwards.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::fmt;
 use std::sync::{Arc, OnceLock};
+
+use axum::extract::MatchedPath;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::context::{SpanContext, new_span_id};
@@ -29,11 +38,50 @@ pub enum Kind {
     Client = 3,
 }
 
+/// A span's name.
+#[derive(Debug, Clone)]
+pub enum Name {
+    /// As it is.
+    Text(Cow<'static, str>),
+    /// An HTTP request's: its method, a space and its route (`POST /v1/methods/{name}/call`).
+    Route(&'static str, MatchedPath),
+}
+
+impl Name {
+    /// The name's parts, to be written one after the other.
+    pub fn parts(&self) -> [&str; 3] {
+        match self {
+            Name::Text(text) => [text, "", ""],
+            Name::Route(method, route) => [method, " ", route.as_str()],
+        }
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.parts().iter().try_for_each(|p| f.write_str(p))
+    }
+}
+
+impl From<&'static str> for Name {
+    fn from(text: &'static str) -> Self {
+        Name::Text(Cow::Borrowed(text))
+    }
+}
+
+impl From<String> for Name {
+    fn from(text: String) -> Self {
+        Name::Text(Cow::Owned(text))
+    }
+}
+
 /// An attribute's value.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Value {
     /// Text.
     Str(Cow<'static, str>),
+    /// A request's route, as the router matched it (shared with the request, not copied).
+    Route(MatchedPath),
     /// A component's sha256, written `sha256:` and hex by the encoder (not on the call's path).
     Digest([u8; 32]),
     /// A whole number.
@@ -84,8 +132,42 @@ impl From<bool> for Value {
     }
 }
 
+/// An attribute's value as the encoder reads it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ValueRef<'a> {
+    /// Text.
+    Str(&'a str),
+    /// A component's sha256.
+    Digest(&'a [u8; 32]),
+    /// A whole number.
+    Int(i64),
+    /// A flag.
+    Bool(bool),
+}
+
+impl Value {
+    /// The value, to be written.
+    pub fn as_ref(&self) -> ValueRef<'_> {
+        match self {
+            Value::Str(s) => ValueRef::Str(s),
+            Value::Route(route) => ValueRef::Str(route.as_str()),
+            Value::Digest(d) => ValueRef::Digest(d),
+            Value::Int(i) => ValueRef::Int(*i),
+            Value::Bool(b) => ValueRef::Bool(*b),
+        }
+    }
+}
+
+/// Attributes a span takes from something the server shares (a method's registration), written
+/// out by the exporter: recording them costs a reference count, not a copy of each. An attribute
+/// the span sets itself wins over one of these with the same key.
+pub trait Shared: Send + Sync + fmt::Debug {
+    /// Hand each attribute to `out`.
+    fn attributes(&self, out: &mut dyn FnMut(&'static str, ValueRef<'_>));
+}
+
 /// Something that happened during a span (a line of the guest's log).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Event {
     /// When, in Unix nanoseconds.
     pub time_ns: u64,
@@ -96,14 +178,14 @@ pub struct Event {
 }
 
 /// A span's outcome, when it failed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Failure {
     /// What went wrong, for the operator.
     pub message: String,
 }
 
 /// A step of a span's work, exported as a span of its own, a child of it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Child {
     /// What it did.
     pub name: &'static str,
@@ -118,7 +200,7 @@ pub struct Child {
 }
 
 /// One finished span.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct SpanRecord {
     /// Its trace.
     pub trace_id: [u8; 16],
@@ -131,7 +213,7 @@ pub struct SpanRecord {
     /// The trace's `tracestate`.
     pub state: Option<Arc<str>>,
     /// What it did.
-    pub name: Cow<'static, str>,
+    pub name: Name,
     /// Its kind.
     pub kind: Kind,
     /// When it started, in Unix nanoseconds.
@@ -140,12 +222,52 @@ pub struct SpanRecord {
     pub end_ns: u64,
     /// Its attributes, each key once.
     pub attributes: Vec<(&'static str, Value)>,
+    /// More of them, from what the server shares.
+    pub shared: Option<Arc<dyn Shared>>,
     /// What happened during it.
     pub events: Vec<Event>,
     /// Its steps, each exported as a child span.
     pub children: Vec<Child>,
     /// Set when it failed.
     pub failure: Option<Failure>,
+}
+
+thread_local! {
+    /// Records of spans that have ended here, emptied with their room kept, for the next spans
+    /// started here: in a steady stream of calls, recording a span, its attributes and its steps
+    /// allocates nothing but the text copied from the request.
+    // Boxed, as a span holds its record: the boxes are what is kept.
+    #[allow(clippy::vec_box)]
+    static SPARE: RefCell<Vec<Box<SpanRecord>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Records kept a thread: about the requests one handles at once.
+const MAX_SPARE: usize = 64;
+
+/// A record to start a span in: a spare one, or a new one.
+fn spare_record() -> Option<Box<SpanRecord>> {
+    SPARE
+        .try_with(|spare| spare.borrow_mut().pop())
+        .ok()
+        .flatten()
+}
+
+/// Empty `record` (written by the exporter already) and keep it, if there is room.
+fn recycle(mut record: Box<SpanRecord>) {
+    record.attributes.clear();
+    record.shared = None;
+    record.events.clear();
+    record.children.clear();
+    record.failure = None;
+    record.state = None;
+    record.name = Name::Text(Cow::Borrowed(""));
+    record.end_ns = 0;
+    let _ = SPARE.try_with(|spare| {
+        let mut spare = spare.borrow_mut();
+        if spare.len() < MAX_SPARE {
+            spare.push(record);
+        }
+    });
 }
 
 /// A span being recorded. Ends (and goes to the exporter) when [`Span::end_at`] is called or it
@@ -161,14 +283,26 @@ impl Span {
     pub(super) fn start(
         parent: Option<&SpanContext>,
         trace_id: [u8; 16],
-        name: Cow<'static, str>,
+        name: Name,
         kind: Kind,
         at: Instant,
     ) -> Span {
-        Span {
-            record: Some(Box::new(SpanRecord {
+        let trace = (trace_id, new_span_id());
+        let record = match spare_record() {
+            // Emptied by `recycle`: what is not set here is empty already.
+            Some(mut record) => {
+                (record.trace_id, record.span_id) = trace;
+                record.parent_span_id = parent.map(|p| p.span_id);
+                record.parent_remote = parent.is_some_and(|p| p.remote);
+                record.state = parent.and_then(|p| p.state.clone());
+                record.name = name;
+                record.kind = kind;
+                record.start_ns = unix_nanos(at);
+                record
+            }
+            None => Box::new(SpanRecord {
                 trace_id,
-                span_id: new_span_id(),
+                span_id: trace.1,
                 parent_span_id: parent.map(|p| p.span_id),
                 parent_remote: parent.is_some_and(|p| p.remote),
                 state: parent.and_then(|p| p.state.clone()),
@@ -177,10 +311,14 @@ impl Span {
                 start_ns: unix_nanos(at),
                 end_ns: 0,
                 attributes: Vec::new(),
+                shared: None,
                 events: Vec::new(),
                 children: Vec::new(),
                 failure: None,
-            })),
+            }),
+        };
+        Span {
+            record: Some(record),
         }
     }
 
@@ -225,6 +363,13 @@ impl Span {
         }
     }
 
+    /// Take attributes from `shared` too (see [`Shared`]); a second call replaces the first.
+    pub fn share(&mut self, shared: Arc<dyn Shared>) {
+        if let Some(r) = self.record.as_mut() {
+            r.shared = Some(shared);
+        }
+    }
+
     /// Record a step of this span's work, from `start` to `end`, as a child span; returns it, to
     /// add attributes or events to.
     pub fn child(
@@ -266,7 +411,8 @@ impl Span {
     fn finish(&mut self, at: Instant) {
         if let Some(mut record) = self.record.take() {
             record.end_ns = unix_nanos(at).max(record.start_ns);
-            super::export::submit(*record);
+            super::export::submit(&record);
+            recycle(record);
         }
     }
 }

@@ -3,12 +3,13 @@
 //! calls from other workers), and their child spans. Every function here returns at once when
 //! tracing is off.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wasmrpc_proto::Tensor;
 
 use crate::error::ServiceError;
-use crate::otel::{self, Kind, Span, Value, request};
+use crate::otel::{self, Kind, Shared, Span, Value, ValueRef, request};
 use crate::registry::Registration;
 use crate::runtime::Phases;
 
@@ -69,15 +70,16 @@ pub fn admission(started: Instant, waited: Duration) {
 /// What a call's span says once it has ended: who called what, how much went in and out, and
 /// how it ended.
 pub fn call_ended(
-    registration: &Registration,
+    registration: &Arc<Registration>,
     worker: Option<&str>,
     bytes_in: u64,
     result: &Result<Vec<Tensor>, ServiceError>,
 ) {
     request::with_span(|span| {
         span.set_if_absent("rpc.system", "wasmrpc");
-        span.set_if_absent("rpc.method", registration.name.clone());
-        describe(span, registration);
+        // The method's identity and `rpc.method` (unless the gRPC request's span set it): from
+        // the registration itself, when the span is exported.
+        span.share(registration.clone());
         if let Some(w) = worker {
             span.set_if_absent("wasmrpc.worker", w.to_owned());
         }
@@ -99,7 +101,19 @@ pub fn call_ended(
     });
 }
 
-/// The method's identity: tenant id (never a key), name, version, digest.
+/// A called method's identity, as its call's span says it: the name (as `rpc.method` too), the
+/// tenant id (never a key), the version and the digest.
+impl Shared for Registration {
+    fn attributes(&self, out: &mut dyn FnMut(&'static str, ValueRef<'_>)) {
+        out("rpc.method", ValueRef::Str(&self.name));
+        out("wasmrpc.tenant", ValueRef::Str(self.tenant.as_str()));
+        out("wasmrpc.method", ValueRef::Str(&self.name));
+        out("wasmrpc.version", ValueRef::Int(i64::from(self.version)));
+        out("wasmrpc.digest", ValueRef::Digest(&self.digest.0));
+    }
+}
+
+/// A registered method's identity: tenant id (never a key), name, version, digest.
 fn describe(span: &mut Span, registration: &Registration) {
     span.set("wasmrpc.tenant", registration.tenant.as_str().to_owned());
     span.set("wasmrpc.method", registration.name.clone());
