@@ -39,27 +39,8 @@ pub async fn echo(body: axum::body::Bytes) -> axum::response::Response {
     ))
 }
 
-/// `POST /v1/traces`: an OTLP/HTTP collector that takes every export and keeps nothing (the
-/// traced side of `wrk.sh WRK_TRACING=1` exports here). Each piece of the body is dropped as it
-/// arrives, not gathered first: this sink shares the machine with the server measured, and a
-/// collector's work is not the server's. An empty body is an empty
-/// `ExportTraceServiceResponse`: all taken.
-pub async fn otlp_sink(body: axum::body::Body) -> axum::response::Response {
-    use http_body_util::BodyExt as _;
-    let mut body = body;
-    while let Some(frame) = body.frame().await {
-        if frame.is_err() {
-            break;
-        }
-    }
-    axum::response::IntoResponse::into_response((
-        [(axum::http::header::CONTENT_TYPE, "application/x-protobuf")],
-        axum::body::Bytes::new(),
-    ))
-}
-
-/// The baseline's routes: the call, a raw echo, an OTLP sink, and the method list a client asks
-/// for when it connects.
+/// The baseline's routes: the call, a raw echo, and the method list a client asks for when it
+/// connects.
 pub fn router() -> axum::Router {
     axum::Router::new()
         .route("/v1/methods/add/call", post(native_add))
@@ -67,10 +48,6 @@ pub fn router() -> axum::Router {
         .route(
             "/echo",
             post(echo).layer(axum::extract::DefaultBodyLimit::max(256 << 20)),
-        )
-        .route(
-            "/v1/traces",
-            post(otlp_sink).layer(axum::extract::DefaultBodyLimit::max(64 << 20)),
         )
         .route(
             "/v1/methods",

@@ -54,6 +54,19 @@ pub fn current_context() -> Option<SpanContext> {
         .flatten()
 }
 
+/// Whether a request's trace is in scope (`Some`), and whether it is recorded: what
+/// [`current_context`] says, without copying the context.
+pub fn sampled() -> Option<bool> {
+    CURRENT
+        .try_with(|c| match &*c.borrow() {
+            Some(Current::Recording(_)) => Some(true),
+            Some(Current::NotRecorded(context)) => Some(context.sampled),
+            None => None,
+        })
+        .ok()
+        .flatten()
+}
+
 /// Run `f` on the request's span, when it is being recorded.
 pub fn with_span(f: impl FnOnce(&mut Span)) {
     let _ = CURRENT.try_with(|c| {

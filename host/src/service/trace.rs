@@ -21,7 +21,7 @@ pub fn tensor_bytes(tensors: &[Tensor]) -> u64 {
 /// A span of a call's own, when no request carries it (a call of the embedded server): `None`
 /// when tracing is off or a request span is there already.
 pub fn own_call_span(name: &str) -> Option<request::Current> {
-    if !otel::enabled() || request::current_context().is_some() {
+    if !otel::enabled() || request::sampled().is_some() {
         return None;
     }
     Some(
@@ -175,7 +175,7 @@ pub fn ran(queued: Instant, admitted: Instant, phases: &mut Phases) {
 
 /// Whether the guest's log is wanted for the trace.
 pub fn wants_log() -> bool {
-    otel::enabled() && request::current_context().is_some_and(|c| c.sampled)
+    otel::enabled() && request::sampled() == Some(true)
 }
 
 /// A registration: what was registered, and whether it was compiled (a step from `started` to
