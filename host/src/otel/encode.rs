@@ -87,16 +87,7 @@ impl Writer {
         self.buf.resize(at + guess, 0);
         body(self);
         let len = self.buf.len() - at - guess;
-        let mut prefix = [0u8; 10];
-        let mut n = 0;
-        let mut v = len as u64;
-        while v >= 0x80 {
-            prefix[n] = (v as u8) | 0x80;
-            v >>= 7;
-            n += 1;
-        }
-        prefix[n] = v as u8;
-        n += 1;
+        let n = varint_len(len as u64);
         if n != guess {
             let end = self.buf.len();
             if n > guess {
@@ -105,7 +96,12 @@ impl Writer {
             self.buf.copy_within(at + guess..end, at + n);
             self.buf.truncate(at + n + len);
         }
-        self.buf[at..at + n].copy_from_slice(&prefix[..n]);
+        let mut v = len as u64;
+        for (i, byte) in self.buf[at..at + n].iter_mut().enumerate() {
+            let more = if i + 1 < n { 0x80 } else { 0 };
+            *byte = (v as u8 & 0x7f) | more;
+            v >>= 7;
+        }
     }
 
     /// A `KeyValue` in `field`: its lengths are known before it is written, so it is written in

@@ -3,10 +3,10 @@
 //!
 //! A call's span is written in protobuf by the thread that recorded it and its bytes added to
 //! the open batch under a lock: the exporter's thread has only bytes to send, and is woken when
-//! a batch is full, else by its timer, never per span. When the queue is full a span is dropped and counted
-//! (`wasmrpc_trace_spans_dropped_total{reason="queue_full"}`); a batch the collector does not
-//! take is dropped and counted too (`reason="export_failed"`) with a warning at most once a
-//! minute, so a collector that is down costs a warning and nothing else.
+//! a batch is full, else by its timer, never per span. When the queue is full a span is dropped
+//! and counted (`wasmrpc_trace_spans_dropped_total{reason="queue_full"}`); a batch the collector
+//! does not take is dropped and counted too (`reason="export_failed"`) with a warning at most
+//! once a minute, so a collector that is down costs a warning and nothing else.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -51,6 +51,8 @@ struct Exporter {
     queue: Mutex<Queue>,
     /// What goes in front of each batch's spans.
     head: Head,
+    /// The room a batch keeps for it ([`Head::room`]).
+    room: usize,
     /// Woken when a batch is full, or to flush.
     wake: Notify,
     /// Woken by the thread once the queue was emptied after a flush was asked for.
@@ -80,10 +82,9 @@ struct Batch {
     spans: u64,
 }
 
-impl Queue {
-    /// A new batch, in a spare buffer if there is one.
-    fn new_batch(&mut self, room: usize) -> Batch {
-        let mut bytes = self.spare.pop().unwrap_or_default();
+impl Batch {
+    /// An empty batch in `bytes`, `room` bytes kept in front.
+    fn new(mut bytes: Vec<u8>, room: usize) -> Batch {
         bytes.clear();
         bytes.resize(room, 0);
         Batch {
@@ -91,6 +92,13 @@ impl Queue {
             records: 0,
             spans: 0,
         }
+    }
+}
+
+impl Queue {
+    /// A new batch, in a spare buffer if there is one.
+    fn new_batch(&mut self, room: usize) -> Batch {
+        Batch::new(self.spare.pop().unwrap_or_default(), room)
     }
 
     /// The oldest batch with spans in it, taken to be sent.
@@ -155,8 +163,7 @@ pub fn submit(record: &SpanRecord) {
         open.spans += spans;
         let full = open.records >= exporter.max_batch;
         if full {
-            let room = exporter.head.room(HEADROOM);
-            let next = queue.new_batch(room);
+            let next = queue.new_batch(exporter.room);
             let batch = std::mem::replace(&mut queue.open, next);
             queue.full.push_back(batch);
         }
@@ -182,20 +189,16 @@ pub fn install(settings: &TraceSettings, origin: Origin) -> anyhow::Result<bool>
     };
     let head = Head::new(&origin);
     let room = head.room(HEADROOM);
-    let mut queue = Queue {
+    let queue = Queue {
         full: VecDeque::new(),
-        open: Batch {
-            bytes: Vec::new(),
-            records: 0,
-            spans: 0,
-        },
+        open: Batch::new(Vec::new(), room),
         records: 0,
         spare: Vec::new(),
     };
-    queue.open = queue.new_batch(room);
     let exporter = Arc::new(Exporter {
         queue: Mutex::new(queue),
         head,
+        room,
         wake: Notify::new(),
         flushed: Notify::new(),
         max_queue: settings.max_queue,
@@ -240,7 +243,6 @@ struct Sender {
 
 impl Sender {
     async fn run(mut self, exporter: Arc<Exporter>) {
-        let room = exporter.head.room(HEADROOM);
         loop {
             let _ = tokio::time::timeout(self.settings.delay, exporter.wake.notified()).await;
             loop {
@@ -248,28 +250,23 @@ impl Sender {
                     .queue
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .take(room);
+                    .take(exporter.room);
                 let Some(mut batch) = batch else {
                     break;
                 };
                 let start = exporter.head.finish(&mut batch.bytes, HEADROOM);
                 let n = batch.spans;
-                let sent = self.send(batch.bytes, start).await;
-                let failed = match sent {
-                    (buffer, Ok(())) => {
+                let (buffer, sent) = self.send(batch.bytes, start).await;
+                self.keep(&exporter, buffer);
+                match sent {
+                    Ok(()) => {
                         STATS.exported.fetch_add(n, Ordering::Relaxed);
-                        self.keep(&exporter, buffer);
-                        None
                     }
-                    (buffer, Err(e)) => {
-                        self.keep(&exporter, buffer);
-                        Some(e)
+                    Err(why) => {
+                        STATS.dropped_export_failed.fetch_add(n, Ordering::Relaxed);
+                        self.connection = None;
+                        self.warn(n, &why);
                     }
-                };
-                if let Some(why) = failed {
-                    STATS.dropped_export_failed.fetch_add(n, Ordering::Relaxed);
-                    self.connection = None;
-                    self.warn(n, &why);
                 }
             }
             exporter.flushed.notify_waiters();

@@ -21,9 +21,9 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::extract::MatchedPath;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::context::{SpanContext, new_span_id};
 
@@ -57,12 +57,6 @@ impl Name {
     }
 }
 
-impl fmt::Display for Name {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.parts().iter().try_for_each(|p| f.write_str(p))
-    }
-}
-
 impl From<&'static str> for Name {
     fn from(text: &'static str) -> Self {
         Name::Text(Cow::Borrowed(text))
@@ -82,7 +76,7 @@ pub enum Value {
     Str(Cow<'static, str>),
     /// A request's route, as the router matched it (shared with the request, not copied).
     Route(MatchedPath),
-    /// A component's sha256, written `sha256:` and hex by the encoder (not on the call's path).
+    /// A component's sha256, written `sha256:` and hex by the encoder.
     Digest([u8; 32]),
     /// A whole number.
     Int(i64),
@@ -159,8 +153,8 @@ impl Value {
 }
 
 /// Attributes a span takes from something the server shares (a method's registration), written
-/// out by the exporter: recording them costs a reference count, not a copy of each. An attribute
-/// the span sets itself wins over one of these with the same key.
+/// out only when the span is: recording them costs a reference count, not a copy of each. An
+/// attribute the span sets itself wins over one of these with the same key.
 pub trait Shared: Send + Sync + fmt::Debug {
     /// Hand each attribute to `out`.
     fn attributes(&self, out: &mut dyn FnMut(&'static str, ValueRef<'_>));
@@ -252,7 +246,7 @@ fn spare_record() -> Option<Box<SpanRecord>> {
         .flatten()
 }
 
-/// Empty `record` (written by the exporter already) and keep it, if there is room.
+/// Empty `record` (written out already) and keep it, if there is room.
 fn recycle(mut record: Box<SpanRecord>) {
     record.attributes.clear();
     record.shared = None;
