@@ -57,6 +57,28 @@ rss() { # label
         "$(ls -l "/proc/$server/fd" | grep -c '\.cwasm' || true)"
 }
 
+# Where the resident pages are, by kind of mapping (/proc/PID/smaps, MiB): the artifacts' code
+# (r-x), the rest of the artifacts mapped read-only (r--), memory images mapped into pooled slots
+# (rw- of an artifact or a memfd), and anonymous memory.
+mappings() {
+    python3 - "$server" <<'PY'
+import re, sys
+kinds = {}
+kind = None
+for line in open(f"/proc/{sys.argv[1]}/smaps"):
+    if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+        fields = line.split()
+        path, perm = (fields[5] if len(fields) > 5 else ""), fields[1]
+        if path.endswith(".cwasm") or "wasm-memory-image" in path:
+            kind = {"r-xp": "artifact code", "r--p": "artifact read-only"}.get(perm, "memory images")
+        else:
+            kind = "other files" if path.startswith("/") else "anonymous"
+    elif line.startswith("Rss:"):
+        kinds[kind] = kinds.get(kind, 0) + int(line.split()[1])
+print("           " + ", ".join(f"{k} {v // 1024} MiB" for k, v in sorted(kinds.items())))
+PY
+}
+
 # Upload (when $1 is "upload") and call each of the components once; fails on any error.
 each() {
     python3 - "$1" "$address" "$data/py_add.wasm" "$count" <<'PY'
@@ -102,11 +124,13 @@ start first
 rss empty
 each upload
 rss uploaded
+mappings
 compiles=$(curl -s "http://$address/metrics" | awk '/^wasmrpc_compiles_total / { print $2 }')
 echo "           compiles $compiles"
 stop
 start second
 each call
 rss restarted
+mappings
 compiles=$(curl -s "http://$address/metrics" | awk '/^wasmrpc_compiles_total / { print $2 }')
 echo "           compiles $compiles"

@@ -5,6 +5,7 @@ Built by host/benches/guests/build.sh: `wasmrpc build host/benches/guests/py_add
 """
 
 import array
+import operator
 
 from wasmrpc_guest import InvalidArgument, Tensor, function
 
@@ -15,4 +16,4 @@ def add(a: Tensor["float32"], b: Tensor["float32"]) -> Tensor["float32"]:
     if a.shape != b.shape:
         raise InvalidArgument(f"shapes differ: {list(a.shape)} and {list(b.shape)}")
     x, y = a.array(), b.array()
-    return Tensor(array.array("f", map(float.__add__, x, y)), shape=a.shape)
+    return Tensor(array.array("f", map(operator.add, x, y)), shape=a.shape)

@@ -428,9 +428,17 @@ impl<'a> ModuleWithCode<'a> {
         self.module
     }
 
+    /// wasmrpc patch: the store's text section of this module, which
+    /// `function` slices.
+    #[inline]
+    pub fn store_code_text(&self) -> &'a [u8] {
+        self.store_code.text()
+    }
+
     /// Returns the slice in the text section of the function that
     /// `key` points to.
     #[inline]
+    #[allow(dead_code, reason = "wasmrpc patch: funcrefs slice `store_code_text` instead")]
     pub fn function(&self, key: FuncKey) -> &[u8] {
         let range = self.module.compiled_module().function_range(key);
         &self.store_code.text()[range]

@@ -25,7 +25,20 @@ pub struct CompiledModule {
     index: Arc<CompiledFunctionsTable>,
     /// Sorted list, by function index, of names we have for this module.
     func_names: Vec<FunctionName>,
+    /// wasmrpc patch: see `func_ref_starts`.
+    func_ref_starts: crate::sync::OnceLock<Box<[FuncRefStarts]>>,
 }
+
+/// wasmrpc patch: where a defined function's code and its array-call
+/// trampoline start in the text section (`NO_TRAMPOLINE` where it has none).
+#[derive(Clone, Copy)]
+pub struct FuncRefStarts {
+    pub array_call: u32,
+    pub wasm_call: u32,
+}
+
+/// wasmrpc patch: `FuncRefStarts::array_call` of a function with no trampoline.
+pub const NO_TRAMPOLINE: u32 = u32::MAX;
 
 impl CompiledModule {
     /// Creates `CompiledModule` directly from a precompiled artifact.
@@ -58,6 +71,7 @@ impl CompiledModule {
             meta: info.meta,
             index,
             func_names: info.func_names,
+            func_ref_starts: crate::sync::OnceLock::new(),
         };
         ret.register_profiling(profiler)?;
 
@@ -119,6 +133,31 @@ impl CompiledModule {
             let key = FuncKey::DefinedWasmFunction(self.module_index(), i);
             (i, self.function_range(key))
         })
+    }
+
+    /// wasmrpc patch: where the code behind a reference to defined function
+    /// `index` starts, from a table built on this module's first reference
+    /// (8 bytes per function) and read in order after that. A fresh instance
+    /// of a dynamically linked component (componentize-py's) makes thousands
+    /// of references, each of which would otherwise look both keys up in the
+    /// component's `CompiledFunctionsTable`, scattered over its memory.
+    #[inline]
+    pub fn func_ref_starts(&self, index: DefinedFuncIndex) -> FuncRefStarts {
+        let starts = self.func_ref_starts.get_or_init(|| {
+            self.module
+                .defined_func_indices()
+                .map(|i| FuncRefStarts {
+                    array_call: self
+                        .index
+                        .func_loc(FuncKey::ArrayToWasmTrampoline(self.module_index(), i))
+                        .map_or(NO_TRAMPOLINE, |loc| loc.start),
+                    wasm_call: self
+                        .func_loc(FuncKey::DefinedWasmFunction(self.module_index(), i))
+                        .start,
+                })
+                .collect()
+        });
+        starts[wasmtime_environ::EntityRef::index(index)]
     }
 
     /// Returns the offset in the text section of the function that `key`

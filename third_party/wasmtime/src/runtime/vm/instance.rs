@@ -144,6 +144,14 @@ pub struct Instance {
     /// cross-thread stuff used in `InstancePre`)
     store: Option<VMStoreRawPtr>,
 
+    /// wasmrpc patch: this instance's module's text section in its store,
+    /// found on the first function reference made and kept for the rest,
+    /// which would otherwise each look it up in the store's `ModuleRegistry`
+    /// (two B-tree searches). The store's code for a module is registered
+    /// before the module is instantiated and stays, unmoved, for the store's
+    /// life, which is longer than this instance's.
+    store_text: Option<SendSyncPtr<[u8]>>,
+
     /// Additional context used by compiled wasm code. This field is last, and
     /// represents a dynamically-sized array that extends beyond the nominal
     /// end of the struct (similar to a flexible array member).
@@ -209,6 +217,7 @@ impl Instance {
             #[cfg(feature = "wmemcheck")]
             wmemcheck_state,
             store: None,
+            store_text: None,
             vmctx: OwnedVMContext::new(),
         })?;
 
@@ -880,17 +889,27 @@ impl Instance {
         let func = &module.functions[index];
         let type_index = func.signature.unwrap_engine_type_index();
         let vmctx_offset = self.offsets().vmctx_func_ref(func.func_ref);
-        let array_to_wasm_key = FuncKey::ArrayToWasmTrampoline(module.module_index, def_index);
-        let wasm_key = FuncKey::DefinedWasmFunction(module.module_index, def_index);
-        // SAFETY: the type/offset/keys here are all valid for the defined
+        // wasmrpc patch: both starts from the module's table of them
+        // (`CompiledModule::func_ref_starts`), not two key lookups.
+        let starts = self
+            .runtime_module()
+            .expect("funcref impossible in fake module")
+            .compiled_module()
+            .func_ref_starts(def_index);
+        assert_ne!(
+            starts.array_call,
+            crate::instantiate::NO_TRAMPOLINE,
+            "defined function should be present"
+        );
+        // SAFETY: the type/offset/starts here are all valid for the defined
         // function at `def_index`.
         unsafe {
             self.initialize_and_return_funcref(
                 registry,
                 type_index,
                 vmctx_offset,
-                array_to_wasm_key,
-                wasm_key,
+                starts.array_call as usize,
+                starts.wasm_call as usize,
             )
         }
     }
@@ -909,15 +928,21 @@ impl Instance {
         let vmctx_offset = self.offsets().vmctx_startup_func_ref();
         let array_to_wasm_key = FuncKey::ModuleStartup(Abi::Array, module.module_index);
         let wasm_key = FuncKey::ModuleStartup(Abi::Wasm, module.module_index);
-        // SAFETY: the type/offset/keys here are all valid for the module
+        let compiled = self
+            .runtime_module()
+            .expect("funcref impossible in fake module")
+            .compiled_module();
+        let array_call_start = compiled.function_range(array_to_wasm_key).start;
+        let wasm_call_start = compiled.function_range(wasm_key).start;
+        // SAFETY: the type/offset/starts here are all valid for the module
         // startup function.
         unsafe {
             self.initialize_and_return_funcref(
                 registry,
                 type_index,
                 vmctx_offset,
-                array_to_wasm_key,
-                wasm_key,
+                array_call_start,
+                wasm_call_start,
             )
         }
     }
@@ -932,12 +957,12 @@ impl Instance {
     /// functions here. Effectively all the arguments here must be "logically
     /// correct" for the `VMFuncRef` being initialized.
     unsafe fn initialize_and_return_funcref(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         registry: &ModuleRegistry,
         type_index: VMSharedTypeIndex,
         vmctx_offset: u32,
-        array_to_wasm_key: FuncKey,
-        wasm_key: FuncKey,
+        array_call_start: usize,
+        wasm_call_start: usize,
     ) -> Option<NonNull<VMFuncRef>> {
         // For now, we eagerly initialize an funcref struct in-place whenever
         // asked for a reference to it. This is mostly fine, because in practice
@@ -960,25 +985,32 @@ impl Instance {
         // it's better for instantiation performance if we don't have to track
         // "is-initialized" state at all!
 
-        let module_with_code = ModuleWithCode::in_store(
-            registry,
-            self.runtime_module()
-                .expect("funcref impossible in fake module"),
-        )
-        .expect("module not in store");
+        // wasmrpc patch: the store's text section is looked up once per
+        // instance (`store_text`), not once per function reference.
+        let text = match self.store_text {
+            Some(text) => text,
+            None => {
+                let module_with_code = ModuleWithCode::in_store(
+                    registry,
+                    self.runtime_module()
+                        .expect("funcref impossible in fake module"),
+                )
+                .expect("module not in store");
+                let text = SendSyncPtr::from(module_with_code.store_code_text());
+                // SAFETY: `store_text` is a plain field that nothing pins.
+                unsafe { self.as_mut().get_unchecked_mut().store_text = Some(text) };
+                text
+            }
+        };
+        // SAFETY: `text` is the store's text section of this instance's
+        // module, alive as long as the store (see `store_text`).
+        let text = unsafe { text.as_ref() };
 
-        let array_call =
-            VmPtr::from(NonNull::from(module_with_code.function(array_to_wasm_key)).cast());
+        let array_call = VmPtr::from(NonNull::from(&text[array_call_start]).cast());
 
         let wasm_call = Some(VmPtr::from(
-            NonNull::new(
-                module_with_code
-                    .function(wasm_key)
-                    .as_ptr()
-                    .cast::<VMWasmCallFunction>()
-                    .cast_mut(),
-            )
-            .unwrap(),
+            NonNull::from(&text[wasm_call_start])
+                .cast::<VMWasmCallFunction>(),
         ));
 
         let vmctx = VMOpaqueContext::from_vmcontext(self.vmctx()).into();
