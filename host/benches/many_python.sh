@@ -11,7 +11,10 @@
 #
 #   empty      the server started, nothing registered
 #   uploaded   the 100 components registered and each called once
-#   restarted  a new server on the same data directory, each method called once
+#   loaded     a new server on the same data directory, every component loaded, none called
+#   restarted  then each method called once
+#   idle       then, once every component's code has been handed back for want of calls
+#              (`--release-idle-code-s`, default 30 s; MANY_PY_IDLE_S sets it here)
 #
 #   cargo build --release -p wasmrpc-host
 #   bash host/benches/many_python.sh                     # 100 components
@@ -37,7 +40,8 @@ trap 'stop; rm -rf "$data"' EXIT
 
 start() {
     local log="$data/serve.$1.log"
-    "$wasmrpc" serve --listen 127.0.0.1:0 --data-dir "$data/d" >"$log" 2>&1 &
+    "$wasmrpc" serve --listen 127.0.0.1:0 --data-dir "$data/d" \
+        --release-idle-code-s "${MANY_PY_IDLE_S:-30}" >"$log" 2>&1 &
     server=$!
     until grep -q "listening on" "$log"; do sleep 0.1; done
     address=$(grep -o "listening on [^ ]*" "$log" | head -1 | sed 's/listening on //; s#http://##')
@@ -77,6 +81,14 @@ for line in open(f"/proc/{sys.argv[1]}/smaps"):
         kinds[kind] = kinds.get(kind, 0) + int(line.split()[1])
 print("           " + ", ".join(f"{k} {v // 1024} MiB" for k, v in sorted(kinds.items())))
 PY
+}
+
+# Wait until the server has handed back idle code $1 times in all (/metrics).
+idle() {
+    until [ "$(curl -s "http://$address/metrics" |
+        awk '/^wasmrpc_idle_code_releases_total / { print $2 }')" -ge "$1" ]; do
+        sleep 1
+    done
 }
 
 # Upload (when $1 is "upload") and call each of the components once; fails on any error.
@@ -125,12 +137,20 @@ rss empty
 each upload
 rss uploaded
 mappings
+idle "$count"
+rss idle
+mappings
 compiles=$(curl -s "http://$address/metrics" | awk '/^wasmrpc_compiles_total / { print $2 }')
 echo "           compiles $compiles"
 stop
 start second
+rss loaded
+mappings
 each call
 rss restarted
+mappings
+idle "$count"
+rss idle
 mappings
 compiles=$(curl -s "http://$address/metrics" | awk '/^wasmrpc_compiles_total / { print $2 }')
 echo "           compiles $compiles"

@@ -102,6 +102,11 @@ pub struct ServeSettings {
     /// wrote are zeroed in place, not handed back, so the next large call need not fault them in.
     #[arg(long, env = "WASMRPC_KEEP_RESIDENT_MIB")]
     pub keep_resident_mib: Option<usize>,
+    /// Seconds a component may go without a call before the pages of its compiled code, mapped
+    /// from its artifact file, are handed back to the kernel; its next call maps them again from
+    /// the page cache. 0 never hands them back (default: 30)
+    #[arg(long, env = "WASMRPC_RELEASE_IDLE_CODE_S")]
+    pub release_idle_code_s: Option<u64>,
     /// Serve TLS (h2 and HTTP/1.1 by ALPN) with this PEM certificate chain, leaf first; needs
     /// `--tls-key` too.
     #[arg(long, env = "WASMRPC_TLS_CERT")]
@@ -244,6 +249,7 @@ impl ServeSettings {
             max_connections,
             pooling,
             keep_resident_mib,
+            release_idle_code_s,
             tls_cert,
             tls_key,
             admin_key_file,
@@ -337,6 +343,9 @@ impl ServeSettings {
         }
         if let Some(v) = self.keep_resident_mib {
             runtime.pool_keep_resident_bytes = v.saturating_mul(1 << 20);
+        }
+        if let Some(v) = self.release_idle_code_s {
+            runtime.release_idle_code_after = (v > 0).then(|| Duration::from_secs(v));
         }
         let mut http = HttpLimits::default();
         if let Some(v) = self.max_request_bytes {

@@ -310,6 +310,13 @@ impl Metrics {
             "wasmrpc_compiles_total {}",
             crate::runtime::compiles_started()
         );
+        out.push_str("# HELP wasmrpc_idle_code_releases_total Times an idle component's code pages were handed back to the kernel.\n");
+        out.push_str("# TYPE wasmrpc_idle_code_releases_total counter\n");
+        let _ = writeln!(
+            out,
+            "wasmrpc_idle_code_releases_total {}",
+            crate::runtime::idle_code_releases()
+        );
         let spans = crate::otel::export::stats();
         out.push_str("# HELP wasmrpc_trace_spans_exported_total Spans the OTLP collector took.\n");
         out.push_str("# TYPE wasmrpc_trace_spans_exported_total counter\n");

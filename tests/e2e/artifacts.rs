@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::compiles::{add_call, hard_to_compile, hard_to_compile_declaring};
 use crate::support::compose::with_custom_section;
-use crate::support::{TestServer, compiles_total, guest};
+use crate::support::{TestServer, compiles_total, guest, metric};
 use crate::tenants::Keyed;
 
 /// The compiled artifacts in a data directory.
@@ -295,4 +295,95 @@ fn the_compile_child_sees_none_of_the_servers_environment() {
         ]
     );
     drop(stream);
+}
+
+/// KiB of the server's memory resident in mappings of its artifact files that are not writable:
+/// its components' compiled code and read-only data (`/proc/PID/smaps`).
+#[cfg(target_os = "linux")]
+fn resident_code_kib(pid: u32) -> u64 {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let mut code = false;
+    let mut kib = 0;
+    for line in smaps.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields
+            .first()
+            .is_some_and(|f| f.contains('-') && !f.ends_with(':'))
+        {
+            code = fields.len() > 5 && fields[5].ends_with(".cwasm") && !fields[1].contains('w');
+        } else if code && fields.first() == Some(&"Rss:") {
+            kib += fields[1].parse::<u64>().unwrap();
+        }
+    }
+    kib
+}
+
+/// A component nobody calls gives its code's pages back (`--release-idle-code-s`,
+/// `runtime/idle_code.rs`), as soon as it is loaded and again once idle, and answers its next
+/// call as before, its pages mapped again: the server's memory follows the components in use,
+/// not every one ever registered.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_idle_components_code_pages_are_handed_back_and_its_next_call_answers() {
+    let server = TestServer::start(&["--release-idle-code-s", "1"]);
+    let http = server.http();
+    let r = http.put("/v1/methods/add?export=add", &guest("example-add"));
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let call = |n: i32| {
+        let r = http.call(
+            "add",
+            json!([
+                {"dtype": "int32", "shape": [1], "data": [n]},
+                {"dtype": "int32", "shape": [1], "data": [1]}
+            ]),
+            0,
+        );
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        assert_eq!(r.json()["outputs"][0]["data"], json!([n + 1]));
+    };
+    assert_eq!(
+        resident_code_kib(server.pid()),
+        0,
+        "what loading the component touched is handed back at once"
+    );
+    call(1);
+    let touched = resident_code_kib(server.pid());
+    assert!(touched > 0, "a called component's code is resident");
+    let released = |at_least: u64| {
+        let waited = Instant::now();
+        while metric(&http, "wasmrpc_idle_code_releases_total") < at_least {
+            assert!(
+                waited.elapsed() < Duration::from_secs(30),
+                "no release within 30 s of idleness"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    released(1);
+    assert_eq!(
+        resident_code_kib(server.pid()),
+        0,
+        "an idle component's code is not resident ({touched} KiB was)"
+    );
+    call(41);
+    assert!(
+        resident_code_kib(server.pid()) > 0,
+        "the call mapped its code again"
+    );
+    // Released again once idle again, and still answering after that.
+    released(2);
+    call(99);
+}
+
+/// With `--release-idle-code-s 0` code stays resident: nothing is released.
+#[cfg(target_os = "linux")]
+#[test]
+fn release_idle_code_zero_keeps_code_resident() {
+    let server = TestServer::start(&["--release-idle-code-s", "0"]);
+    let http = server.http();
+    let r = http.put("/v1/methods/add?export=add", &guest("example-add"));
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(metric(&http, "wasmrpc_idle_code_releases_total"), 0);
+    assert!(resident_code_kib(server.pid()) > 0);
 }

@@ -25,6 +25,11 @@ pub const FIRST_TURN_AT_LEAST: Duration = Duration::from_micros(500);
 /// process against 4.7–5.1 ms with 32 (docs/benchmarks.md, "Pages kept for the next call").
 pub const DEFAULT_KEEP_RESIDENT_MIB: usize = 32;
 
+/// Seconds a component loaded from its artifact file may go without a call before its code's
+/// pages are handed back (`--release-idle-code-s`). A Python component's are about 25 MiB, and
+/// mapping them again costs its next call about a millisecond (docs/benchmarks.md, issue 33).
+pub const DEFAULT_RELEASE_IDLE_CODE_S: u64 = 30;
+
 /// Limits and sizes of the sandbox. Each field is one named limit; see `docs/limits.md`.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
@@ -95,6 +100,10 @@ pub struct RuntimeConfig {
     /// loads them instead of compiling again; `None` keeps none. `wasmrpc serve` uses
     /// `artifacts/` in its data directory.
     pub artifact_cache: Option<std::path::PathBuf>,
+    /// How long a component loaded from its artifact file may go without a call before its
+    /// code's pages are handed back to the kernel (`runtime/idle_code.rs`): they stay in the
+    /// page cache, and its next call maps them again. `None` never hands them back.
+    pub release_idle_code_after: Option<Duration>,
 }
 
 impl Default for RuntimeConfig {
@@ -124,6 +133,7 @@ impl Default for RuntimeConfig {
             pool_pagemap_scan: true,
             pool_huge_pages: false,
             artifact_cache: None,
+            release_idle_code_after: Some(Duration::from_secs(DEFAULT_RELEASE_IDLE_CODE_S)),
         }
     }
 }

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::artifacts::{ArtifactCache, ArtifactKey};
+use super::idle_code::CodePages;
 use super::outputs::CallExport;
 use super::{Module, NEXT_MODULE_ID, NewArtifact, Runtime};
 
@@ -66,7 +67,7 @@ impl Runtime {
             .prepare(&component, module.size, None)
             .map_err(|e| e.to_string())?;
         let call = CallExport::find(&component).ok_or("no `call` export")?;
-        Ok(Arc::new(Module {
+        let mapped = Arc::new(Module {
             // A new id: instances made ahead for the copy in memory are never this one's.
             id: NEXT_MODULE_ID.fetch_add(1, Ordering::Relaxed),
             pre: compiled.pre,
@@ -74,6 +75,9 @@ impl Runtime {
             signatures: module.signatures.clone(),
             size: module.size,
             ahead_failures: Arc::new(AtomicU32::new(0)),
-        }))
+            code_pages: Some(CodePages::of_file(&component)),
+        });
+        self.idle_code.track(&mapped);
+        Ok(mapped)
     }
 }

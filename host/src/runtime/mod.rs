@@ -20,6 +20,7 @@ mod epoch;
 pub mod failure;
 pub mod guest_log;
 mod huge_pages;
+mod idle_code;
 pub mod imports;
 mod kept;
 mod lifted;
@@ -41,6 +42,7 @@ use wasmtime::{Engine, Store};
 pub use ahead::calls_in_ready_instances;
 pub use config::{Compiler, RuntimeConfig};
 pub use failure::GuestFailure;
+pub use idle_code::releases as idle_code_releases;
 pub use lifted::MalformedValue;
 pub use validate::UploadError;
 
@@ -48,6 +50,7 @@ use artifacts::{ArtifactCache, ArtifactKey};
 use bindings::TensorFunctionPre;
 use compiles::{ABANDONED_COMPILES_MAX, COMPILES_AT_ONCE, CompileGate, CompilePermit, GateError};
 use epoch::EpochTicker;
+use idle_code::{CodePages, IdleCodeSweeper};
 use lifted::{Items, Lifted, SignatureOut};
 use outputs::{CallExport, METHOD_INTERFACE, TensorOut};
 use sandbox::{CallState, DeadlinePassed, StoreLimits};
@@ -56,6 +59,8 @@ use sandbox::{CallState, DeadlinePassed, StoreLimits};
 pub struct Compiled {
     pre: TensorFunctionPre<CallState>,
     size: usize,
+    /// Its code's mapping, when it was loaded from its artifact file (`runtime/idle_code.rs`).
+    code_pages: Option<CodePages>,
     /// The artifact of a fresh compile, to be stored once its registration succeeds.
     artifact: Option<NewArtifact>,
 }
@@ -101,6 +106,9 @@ pub struct Module {
     size: usize,
     /// Failed attempts to make its instances ahead (`runtime/ahead.rs`).
     ahead_failures: Arc<AtomicU32>,
+    /// Its code's pages, when mapped from its artifact file: handed back while it is idle
+    /// (`runtime/idle_code.rs`).
+    code_pages: Option<CodePages>,
 }
 
 /// Compiles started in this process (loads from the artifact cache are not compiles): whether a
@@ -173,6 +181,7 @@ pub struct Runtime {
     config: RuntimeConfig,
     compiles: CompileGate,
     artifacts: Option<ArtifactCache>,
+    idle_code: IdleCodeSweeper,
     _ticker: EpochTicker,
 }
 
@@ -244,6 +253,7 @@ impl Runtime {
             linker,
             compiles: CompileGate::new(COMPILES_AT_ONCE, ABANDONED_COMPILES_MAX),
             artifacts,
+            idle_code: IdleCodeSweeper::start(config.release_idle_code_after),
             config,
             _ticker: ticker,
         })
@@ -279,7 +289,11 @@ impl Runtime {
             // Mapped from its file: code and memory images are pages of the file, not a copy
             // (`runtime/artifacts.rs`).
             match self.deserialize_file(&artifact) {
-                Ok(component) => return self.prepare(&component, bytes.len(), None),
+                Ok(component) => {
+                    let mut compiled = self.prepare(&component, bytes.len(), None)?;
+                    compiled.code_pages = Some(CodePages::of_file(&component));
+                    return Ok(compiled);
+                }
                 // Made by another build of the same settings, say: compile it again below.
                 Err(_) => cache.remove(key),
             }
@@ -369,6 +383,7 @@ impl Runtime {
         Ok(Compiled {
             pre,
             size,
+            code_pages: None,
             artifact,
         })
     }
@@ -440,14 +455,17 @@ impl Runtime {
         let call = CallExport::find(compiled.pre.instance_pre().component()).ok_or_else(|| {
             UploadError::Internal("the component's `call` export was not found".into())
         })?;
-        Ok(Arc::new(Module {
+        let module = Arc::new(Module {
             id: NEXT_MODULE_ID.fetch_add(1, Ordering::Relaxed),
             call,
             pre: compiled.pre,
             signatures,
             size: compiled.size,
             ahead_failures: Arc::new(AtomicU32::new(0)),
-        }))
+            code_pages: compiled.code_pages,
+        });
+        self.idle_code.track(&module);
+        Ok(module)
     }
 
     async fn signatures_of(
@@ -529,6 +547,9 @@ impl Runtime {
         phases: &mut Phases,
     ) -> Result<Vec<Tensor>, GuestFailure> {
         let memory = memory.min(self.config.memory_per_call);
+        if let Some(pages) = &module.code_pages {
+            pages.touch(started);
+        }
         let remaining = deadline.saturating_sub(started.elapsed());
         // An instance this thread made ahead, or a new one (`runtime/ahead.rs`); one made
         // ahead that holds more memory than this call's budget is dropped here.

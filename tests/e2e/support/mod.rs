@@ -74,12 +74,18 @@ pub fn run_wasmrpc(args: &[&str]) -> (bool, String, String) {
 /// `wasmrpc_compiles_total` from `/metrics` as `http` sees it: how many components the server
 /// has compiled since it started.
 pub fn compiles_total(http: &Http) -> u64 {
+    metric(http, "wasmrpc_compiles_total")
+}
+
+/// The value of the unlabelled counter or gauge `name` in the server's `/metrics`.
+pub fn metric(http: &Http, name: &str) -> u64 {
     let r = http.get("/metrics");
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let prefix = format!("{name} ");
     String::from_utf8_lossy(&r.body)
         .lines()
-        .find_map(|l| l.strip_prefix("wasmrpc_compiles_total "))
-        .expect("wasmrpc_compiles_total in /metrics")
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("{name} in /metrics"))
         .parse()
         .unwrap()
 }
