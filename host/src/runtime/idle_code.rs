@@ -6,11 +6,13 @@
 //! them (CPython's code and data); a hundred distinct ones called once each held 2 GiB of file
 //! pages (docs/benchmarks.md, issue 33) for components nobody was calling any more.
 //!
-//! So what loading a component touched is handed back as soon as it is loaded (most of its
-//! read-only data is read then and by no call), and a thread ([`IdleCodeSweeper`]) looks, every
-//! few seconds, for components loaded from a file
+//! So what loading a component touched (about 20 MiB of a Python component's, before any call:
+//! a restart loads every registered component) is handed back as soon as it is loaded, and a
+//! thread ([`IdleCodeSweeper`]) looks, every few seconds, for components loaded from a file
 //! that no call has started for [`RuntimeConfig::release_idle_code_after`] and hands their
-//! mapping's pages back with `madvise(MADV_DONTNEED)`. For a private mapping of a file whose
+//! mapping's pages back with `madvise(MADV_DONTNEED)`. A called component's pages cannot go
+//! sooner: each call runs its code and has its memory reset from its image, read through this
+//! mapping. For a private mapping of a file whose
 //! pages were never written, that only drops this process's page-table entries: the file and
 //! the page cache are untouched, and the next call maps each page again on first touch (a minor
 //! fault; the kernel maps the neighbours of a faulting page too). Nothing a call sees changes.
@@ -38,7 +40,8 @@ use super::Module;
 /// The most time between two looks for idle components.
 const SWEEP_AT_MOST_EVERY: Duration = Duration::from_secs(5);
 
-/// Components whose code's pages have been handed back in this process (`/metrics`).
+/// Times an idle component's code pages were handed back in this process (`/metrics`); the
+/// release after a load is not counted.
 static RELEASES: AtomicU64 = AtomicU64::new(0);
 
 /// How many times in this process an idle component's code pages were handed back.
@@ -120,8 +123,8 @@ impl CodePages {
     }
 
     /// Hand back what loading the component touched: reading its artifact's metadata and, for a
-    /// component described at load, running its `signatures()`. Most of the read-only data
-    /// (about 13 MiB of a Python component's) is read then and by no call.
+    /// component described at load, running its `signatures()`. A component registered and not
+    /// called then holds none of it; the pages a call needs come back with that call.
     fn release_after_load(&self) {
         if self.release() {
             self.released.store(true, Ordering::Relaxed);
