@@ -125,16 +125,29 @@ latency() {
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
+# One throughput measurement of this binary, untraced or traced, added to its side's lists.
+measure_untraced() {
+    local rps cpu
+    read -r rps cpu < <(throughput "$wasmrpc_addr" "$wasmrpc_pid"); w_rps+=("$rps"); w_cpu+=("$cpu")
+}
+measure_traced() {
+    local rps cpu
+    read -r rps cpu < <(throughput "$traced_addr" "$traced_pid"); t_rps+=("$rps"); t_cpu+=("$cpu")
+}
+
 w_rps=(); b_rps=(); w_cpu=(); b_cpu=(); w_p50=(); b_p50=(); w_p99=(); b_p99=()
 a_rps=(); a_cpu=(); a_p50=(); a_p99=()
 t_rps=(); t_cpu=(); t_p50=()
 for round in $(seq 1 "$rounds"); do
     echo "round $round of $rounds" >&2
-    read -r rps cpu < <(throughput "$wasmrpc_addr" "$wasmrpc_pid"); w_rps+=("$rps"); w_cpu+=("$cpu")
     if [ "$tracing" = 1 ]; then
-        # Right after the untraced side, so that each round's pair shares the machine's state.
-        read -r rps cpu < <(throughput "$traced_addr" "$traced_pid"); t_rps+=("$rps"); t_cpu+=("$cpu")
+        # The traced side right before or after the untraced one, so that each round's pair
+        # shares the machine's state; first in every other round, so that neither side is
+        # always the one measured after the other.
+        if [ $((round % 2)) = 0 ]; then measure_traced; measure_untraced; else measure_untraced; measure_traced; fi
         read -r p50 _ < <(latency "$traced_addr"); t_p50+=("$p50")
+    else
+        measure_untraced
     fi
     read -r rps cpu < <(throughput "$baseline_addr" "$baseline_pid"); b_rps+=("$rps"); b_cpu+=("$cpu")
     if [ -n "$against" ]; then

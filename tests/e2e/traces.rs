@@ -20,6 +20,9 @@ use crate::support::{TestServer, outputs, register, scalar_f32, tensor};
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT_ID: &str = "00f067aa0ba902b7";
 const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+/// A second caller's trace, in a test that makes two.
+const OTHER_TRACE_ID: &str = "0af7651916cd43dd8448eb211c80319c";
+const OTHER_TRACEPARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 const WITHIN: Duration = Duration::from_secs(10);
 
 /// A server exporting every trace to `receiver` (batches leave within 50 ms), with `extra`
@@ -107,7 +110,8 @@ fn a_call_with_a_traceparent_is_a_child_of_the_callers_span_over_v1_and_v2() {
     let http = server
         .http()
         .with_header("traceparent", TRACEPARENT)
-        .with_header("tracestate", "vendor=opaque");
+        .with_header("tracestate", "vendor=opaque")
+        .with_header("user-agent", "traces-test/1");
     outputs(&http.post_json("/v1/methods/add/call", &ints(2, 3)));
     let spans = receiver.wait_for(WITHIN, "the v1 call's spans", |s| {
         s.iter()
@@ -124,6 +128,12 @@ fn a_call_with_a_traceparent_is_a_child_of_the_callers_span_over_v1_and_v2() {
         Some("/v1/methods/{name}/call")
     );
     assert_eq!(v1.attr("rpc.method").as_deref(), Some("add"));
+    // Text the request holds, copied into the span.
+    assert_eq!(v1.attr("url.path").as_deref(), Some("/v1/methods/add/call"));
+    assert_eq!(
+        v1.attr("user_agent.original").as_deref(),
+        Some("traces-test/1")
+    );
 
     let v2 = json!({ "inputs": [
         { "name": "a", "datatype": "INT32", "shape": [1], "data": [2] },
@@ -187,8 +197,28 @@ fn a_grpc_call_with_traceparent_metadata_is_a_child_of_the_callers_span() {
             .metadata_mut()
             .insert("traceparent", TRACEPARENT.parse().unwrap());
         client.model_infer(request).await.unwrap();
+        // A failure answered before any message: its status is in the response's headers.
+        let mut unknown = tonic::Request::new(pb::ModelInferRequest {
+            model_name: "no-such-model".into(),
+            ..Default::default()
+        });
+        unknown
+            .metadata_mut()
+            .insert("traceparent", OTHER_TRACEPARENT.parse().unwrap());
+        let status = client.model_infer(unknown).await.unwrap_err();
+        assert_eq!(status.code(), tonic::Code::NotFound, "{status:?}");
     });
     let name = "inference.GRPCInferenceService/ModelInfer";
+    let spans = receiver.wait_for(WITHIN, "the failed gRPC call's span", |s| {
+        s.iter()
+            .any(|s| s.span.name == name && s.trace_id() == OTHER_TRACE_ID)
+    });
+    let failed = named(&spans, OTHER_TRACE_ID, name);
+    assert_eq!(
+        failed.attr("rpc.grpc.status_code").as_deref(),
+        Some("5"),
+        "NOT_FOUND"
+    );
     let spans = receiver.wait_for(WITHIN, "the gRPC call's spans", |s| {
         s.iter().any(|s| s.span.name == name) && s.iter().any(|s| s.span.name == "run")
     });

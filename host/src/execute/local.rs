@@ -50,13 +50,19 @@ impl LocalExecutor {
         } = call;
         let tenant = &registration.tenant;
         let traced = crate::otel::enabled();
-        let loading = Instant::now();
-        let loaded_before = traced && self.modules.ready(&registration.digest).is_some();
-        // Loading a component on first use does not count against the call's deadline.
-        let module = self.modules.get(&registration.digest, tenant).await?;
-        if traced && !loaded_before {
-            trace::loaded(loading, registration);
-        }
+        // Loading a component on first use does not count against the call's deadline; one
+        // lookup when it is loaded already, as it nearly always is.
+        let module = match self.modules.ready(&registration.digest) {
+            Some(module) => module,
+            None => {
+                let loading = Instant::now();
+                let module = self.modules.get(&registration.digest, tenant).await?;
+                if traced {
+                    trace::loaded(loading, registration);
+                }
+                module
+            }
+        };
         let started = Instant::now();
         let slot = self
             .slots

@@ -3,6 +3,9 @@
 //! `opentelemetry/proto/trace/v1/trace.proto` and its `common` and `resource` protos; the tests
 //! and the suite's receiver decode the output with the official definitions).
 
+use std::cell::RefCell;
+use std::sync::Arc;
+
 use super::span::{Child, Event, Name, Shared, SpanRecord, Value, ValueRef};
 
 /// Protobuf's wire types.
@@ -260,9 +263,9 @@ fn write_span(w: &mut Writer, s: &SpanRecord) {
     w.uint(6, s.kind as u64);
     w.fixed64(7, s.start_ns);
     w.fixed64(8, s.end_ns);
-    write_details(w, &s.attributes, &s.events);
+    write_details(w, &s.attributes, &s.events, &s.text);
     if let Some(shared) = &s.shared {
-        write_shared(w, &s.attributes, shared.as_ref());
+        write_shared(w, &s.attributes, shared);
     }
     if let Some(failure) = &s.failure {
         w.message(15, |w| {
@@ -285,28 +288,90 @@ fn write_name(w: &mut Writer, name: &Name) {
 }
 
 /// A span's attributes (field 9) and events (field 11).
-fn write_details(w: &mut Writer, attributes: &[(&'static str, Value)], events: &[Event]) {
+fn write_details(
+    w: &mut Writer,
+    attributes: &[(&'static str, Value)],
+    events: &[Event],
+    text: &str,
+) {
     for (k, v) in attributes {
-        w.key_value(9, k, v.as_ref());
+        w.key_value(9, k, v.as_ref(text));
     }
     for e in events {
         w.message(11, |w| {
             w.fixed64(1, e.time_ns);
             w.string(2, e.name);
             for (k, v) in &e.attributes {
-                w.key_value(3, k, v.as_ref());
+                w.key_value(3, k, v.as_ref(text));
             }
         });
     }
 }
 
+/// Shared attributes as this thread last wrote them (see [`write_shared`]).
+struct Written {
+    /// What they came from: held, so that its address is not reused while it is here.
+    from: Arc<dyn Shared>,
+    /// Their keys.
+    keys: Vec<&'static str>,
+    /// Their `KeyValue`s in protobuf, as a span's field 9.
+    bytes: Vec<u8>,
+}
+
+/// How many sets of shared attributes a thread keeps written (a method's each).
+const WRITTEN_KEPT: usize = 8;
+
+thread_local! {
+    /// The shared attributes this thread wrote last, newest last. A method's calls share the
+    /// same five (name, tenant, version, digest in hex…), written once here and copied for
+    /// each of its calls after.
+    static WRITTEN: RefCell<Vec<Written>> = const { RefCell::new(Vec::new()) };
+}
+
 /// The attributes a span takes from `shared`, but those it has set itself (`own`).
-fn write_shared(w: &mut Writer, own: &[(&'static str, Value)], shared: &dyn Shared) {
-    shared.attributes(&mut |key, value| {
-        if !own.iter().any(|(k, _)| *k == key) {
-            w.key_value(9, key, value);
+fn write_shared(w: &mut Writer, own: &[(&'static str, Value)], shared: &Arc<dyn Shared>) {
+    let from = Arc::as_ptr(shared).cast::<()>();
+    let copied = WRITTEN.try_with(|written| {
+        let mut written = written.borrow_mut();
+        let at = match written
+            .iter()
+            .position(|x| std::ptr::eq(Arc::as_ptr(&x.from).cast::<()>(), from))
+        {
+            Some(at) => at,
+            None => {
+                let mut keys = Vec::new();
+                let mut bytes = Writer::default();
+                shared.attributes(&mut |key, value| {
+                    keys.push(key);
+                    bytes.key_value(9, key, value);
+                });
+                if written.len() == WRITTEN_KEPT {
+                    written.remove(0);
+                }
+                written.push(Written {
+                    from: shared.clone(),
+                    keys,
+                    bytes: bytes.buf,
+                });
+                written.len() - 1
+            }
+        };
+        let x = &written[at];
+        // A span that set one of the keys itself (a gRPC request's `rpc.method`) has them
+        // written one by one below.
+        let overlaps = own.iter().any(|(k, _)| x.keys.contains(k));
+        if !overlaps {
+            w.buf.extend_from_slice(&x.bytes);
         }
+        !overlaps
     });
+    if copied != Ok(true) {
+        shared.attributes(&mut |key, value| {
+            if !own.iter().any(|(k, _)| *k == key) {
+                w.key_value(9, key, value);
+            }
+        });
+    }
 }
 
 /// A step of `parent` as a span: its id derived from the parent's and its place (a parent's id
@@ -322,7 +387,7 @@ fn write_child(w: &mut Writer, parent: &SpanRecord, index: usize, c: &Child) {
     w.uint(6, 1);
     w.fixed64(7, c.start_ns);
     w.fixed64(8, c.end_ns);
-    write_details(w, &c.attributes, &c.events);
+    write_details(w, &c.attributes, &c.events, &parent.text);
     // Sampled; the parent is known to be this process's own.
     w.fixed32(16, FLAGS_SAMPLED | FLAGS_HAS_IS_REMOTE);
 }
@@ -422,7 +487,9 @@ mod tests {
             attributes: vec![
                 ("rpc.method", Value::Str("ModelInfer".into())),
                 ("big", Value::Str("x".repeat(20_000).into())),
+                ("url.path", Value::Copied(4, 9)),
             ],
+            text: "abc/path".to_owned() + "/more",
             shared: Some(std::sync::Arc::new(Method)),
             events: Vec::new(),
             children: Vec::new(),
@@ -453,9 +520,60 @@ mod tests {
         assert_eq!(attributes[1].0, "big");
         assert_eq!(
             attributes[2],
+            ("url.path".into(), Some(V::StringValue("path/".into())))
+        );
+        assert_eq!(
+            attributes[3],
             ("wasmrpc.version".into(), Some(V::IntValue(3)))
         );
-        assert_eq!(attributes.len(), 3);
+        assert_eq!(attributes.len(), 4);
+    }
+
+    /// A method's attributes are written once a thread and copied after: the copy says what
+    /// writing them says, and a span that set one of their keys itself still gets its own.
+    #[tokio::test]
+    async fn shared_attributes_written_once_read_the_same() {
+        use opentelemetry_proto::tonic::trace::v1::Span as ProtoSpan;
+        use prost::Message as _;
+
+        let route = matched_route().await;
+        let shared: std::sync::Arc<dyn Shared> = std::sync::Arc::new(Method);
+        let mut record = a_calls_span(&route);
+        record.children.clear();
+        record.shared = Some(shared.clone());
+        let keys = |record: &SpanRecord| {
+            let mut buf = Vec::new();
+            write_record(&mut buf, record);
+            // One span: its field tag, a two-byte length, then the span.
+            let span = ProtoSpan::decode(&buf[3..]).expect("decodes");
+            span.attributes
+                .iter()
+                .map(|kv| (kv.key.clone(), format!("{:?}", kv.value)))
+                .collect::<Vec<_>>()
+        };
+        let first = keys(&record);
+        assert_eq!(
+            keys(&record),
+            first,
+            "the copy differs from the first writing"
+        );
+        assert_eq!(first.iter().filter(|(k, _)| k == "rpc.method").count(), 1);
+        assert_eq!(
+            first.iter().filter(|(k, _)| k == "wasmrpc.version").count(),
+            1
+        );
+
+        record
+            .attributes
+            .push(("rpc.method", Value::Str("ModelInfer".into())));
+        let own = keys(&record);
+        let methods: Vec<_> = own.iter().filter(|(k, _)| k == "rpc.method").collect();
+        assert_eq!(methods.len(), 1, "{own:?}");
+        assert!(methods[0].1.contains("ModelInfer"), "{own:?}");
+        assert_eq!(
+            own.iter().filter(|(k, _)| k == "wasmrpc.version").count(),
+            1
+        );
     }
 
     /// A call's span as the server records it over HTTP/1.1, with its three steps.
@@ -471,20 +589,18 @@ mod tests {
             start_ns: 1_700_000_000_000_000_000,
             end_ns: 1_700_000_000_000_100_000,
             attributes: Vec::new(),
+            text: "127.0.0.1/v1/methods/add/call".to_owned(),
             shared: Some(std::sync::Arc::new(Method)),
             events: Vec::new(),
             children: Vec::new(),
             failure: None,
         };
         let a = &mut record.attributes;
-        a.push(("server.address", Value::Str("127.0.0.1".to_owned().into())));
+        a.push(("server.address", Value::Copied(0, 9)));
         a.push(("server.port", Value::Int(8080)));
         a.push(("network.protocol.version", Value::Str("1.1".into())));
         a.push(("http.request.method", Value::Str("POST".into())));
-        a.push((
-            "url.path",
-            Value::Str("/v1/methods/add/call".to_owned().into()),
-        ));
+        a.push(("url.path", Value::Copied(9, 29)));
         a.push(("http.route", Value::Route(route.clone())));
         a.push(("wasmrpc.admission_wait_us", Value::Int(3)));
         a.push(("wasmrpc.slot_wait_us", Value::Int(1)));

@@ -132,7 +132,7 @@ pub fn begin<B>(request: &Request<B>) -> Option<Current> {
     });
     if let Some(host) = host {
         let (name, port) = split_host(host);
-        span.set("server.address", name.to_owned());
+        span.set_text("server.address", name);
         if let Some(port) = port {
             span.set("server.port", i64::from(port));
         }
@@ -147,14 +147,14 @@ pub fn begin<B>(request: &Request<B>) -> Option<Current> {
         Some(rpc) => {
             span.set("rpc.system", "grpc");
             span.set("rpc.service", "inference.GRPCInferenceService");
-            span.set("rpc.method", rpc.to_owned());
+            span.set_text("rpc.method", rpc);
         }
         None => {
             match method {
                 Some(method) => span.set("http.request.method", method),
                 None => span.set("http.request.method", request.method().to_string()),
             }
-            span.set("url.path", path.to_owned());
+            span.set_text("url.path", path);
             if let Some(route) = route {
                 span.set("http.route", Value::Route(route.clone()));
             }
@@ -164,7 +164,7 @@ pub fn begin<B>(request: &Request<B>) -> Option<Current> {
         .get(http::header::USER_AGENT)
         .and_then(|a| a.to_str().ok())
     {
-        span.set("user_agent.original", agent.to_owned());
+        span.set_text("user_agent.original", agent);
     }
     Some(Current::Recording(span))
 }
@@ -175,7 +175,13 @@ pub fn end<B>(response: &http::Response<B>) {
         return;
     };
     let status = response.status();
-    match response.headers().get(&GRPC_STATUS) {
+    // Every gRPC answer says `application/grpc` (tonic's and this server's own framing): only
+    // those are searched for a `grpc-status` header.
+    let grpc = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|c| c.as_bytes().starts_with(b"application/grpc"));
+    match grpc.then(|| response.headers().get(&GRPC_STATUS)).flatten() {
         // A gRPC answer with its status in the headers (a failure before any message).
         Some(code) => {
             let code = code
@@ -185,11 +191,7 @@ pub fn end<B>(response: &http::Response<B>) {
                 .unwrap_or(2);
             span.set("rpc.grpc.status_code", code);
         }
-        None if response
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .is_some_and(|c| c.as_bytes().starts_with(b"application/grpc")) =>
-        {
+        None if grpc => {
             // The status comes in the trailers, after this span ends: `wasmrpc.code` says it.
         }
         None => {

@@ -76,6 +76,9 @@ pub enum Value {
     Str(Cow<'static, str>),
     /// A request's route, as the router matched it (shared with the request, not copied).
     Route(MatchedPath),
+    /// Text copied into its span's [`SpanRecord::text`], these bytes of it (see
+    /// [`Span::set_text`]).
+    Copied(u32, u32),
     /// A component's sha256, written `sha256:` and hex by the encoder.
     Digest([u8; 32]),
     /// A whole number.
@@ -140,11 +143,14 @@ pub enum ValueRef<'a> {
 }
 
 impl Value {
-    /// The value, to be written.
-    pub fn as_ref(&self) -> ValueRef<'_> {
+    /// The value, to be written; `text` is its span's [`SpanRecord::text`].
+    pub fn as_ref<'a>(&'a self, text: &'a str) -> ValueRef<'a> {
         match self {
             Value::Str(s) => ValueRef::Str(s),
             Value::Route(route) => ValueRef::Str(route.as_str()),
+            Value::Copied(start, end) => {
+                ValueRef::Str(text.get(*start as usize..*end as usize).unwrap_or(""))
+            }
             Value::Digest(d) => ValueRef::Digest(d),
             Value::Int(i) => ValueRef::Int(*i),
             Value::Bool(b) => ValueRef::Bool(*b),
@@ -216,6 +222,9 @@ pub struct SpanRecord {
     pub end_ns: u64,
     /// Its attributes, each key once.
     pub attributes: Vec<(&'static str, Value)>,
+    /// The text its [`Value::Copied`] attributes refer to, one after the other: one buffer a
+    /// span, kept with its record, rather than a string each.
+    pub text: String,
     /// More of them, from what the server shares.
     pub shared: Option<Arc<dyn Shared>>,
     /// What happened during it.
@@ -249,6 +258,7 @@ fn spare_record() -> Option<Box<SpanRecord>> {
 /// Empty `record` (written out already) and keep it, if there is room.
 fn recycle(mut record: Box<SpanRecord>) {
     record.attributes.clear();
+    record.text.clear();
     record.shared = None;
     record.events.clear();
     record.children.clear();
@@ -305,6 +315,7 @@ impl Span {
                 start_ns: unix_nanos(at),
                 end_ns: 0,
                 attributes: Vec::new(),
+                text: String::new(),
                 shared: None,
                 events: Vec::new(),
                 children: Vec::new(),
@@ -345,6 +356,26 @@ impl Span {
                 "{key} set twice"
             );
             r.attributes.push((key, value.into()));
+        }
+    }
+
+    /// Set attribute `key`, which this span has not set yet, to a copy of `text` (text the
+    /// request holds: a header's, its path): copied into the span's one buffer of such text,
+    /// which its record keeps from span to span, so copying allocates nothing.
+    pub fn set_text(&mut self, key: &'static str, text: &str) {
+        if let Some(r) = self.record.as_mut() {
+            let start = r.text.len();
+            let (Ok(start_at), Ok(end_at)) =
+                (u32::try_from(start), u32::try_from(start + text.len()))
+            else {
+                return;
+            };
+            r.text.push_str(text);
+            debug_assert!(
+                !r.attributes.iter().any(|(k, _)| *k == key),
+                "{key} set twice"
+            );
+            r.attributes.push((key, Value::Copied(start_at, end_at)));
         }
     }
 

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Where a traced server's CPU goes: the share of its samples spent on traces. Builds in release,
+# starts the OTLP sink (in the baseline server's process, as `wrk.sh WRK_TRACING=1` does) and a
+# server exporting every call's spans to it, drives it with wrk as row P1 does, records the
+# server with `perf record --call-graph dwarf` and prints:
+#
+#   - the share of all samples with a frame of the tracing code on their stack (`otel::`,
+#     `service::trace`), by the outermost such frame and, under each, the innermost frames;
+#   - the share of the exporter's thread (`wasmrpc-otlp`), sending batches.
+#
+# A share of samples, unlike requests a second, holds still on a machine whose speed varies
+# from second to second (docs/benchmarks.md, "Tracing"): about ±0.2 points at the default
+# length. Needs `perf` (Debian's linux-perf) and wrk.
+#
+#   bash host/benches/trace_profile.sh
+#   TRACE_PROFILE_SECONDS=6 bash host/benches/trace_profile.sh
+#   TRACE_PROFILE_BINARY=/tmp/wasmrpc-old bash host/benches/trace_profile.sh   # another build
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+seconds=${TRACE_PROFILE_SECONDS:-3}
+binary=${TRACE_PROFILE_BINARY:-target/release/wasmrpc}
+for tool in wrk perf; do
+    if ! command -v "$tool" >/dev/null; then
+        package=$tool; [ "$tool" = perf ] && package=linux-perf
+        echo "installing $package from Debian's packages" >&2
+        if [ "$(id -u)" = 0 ]; then apt-get install -y "$package" >&2; else sudo apt-get install -y "$package" >&2; fi
+    fi
+done
+cargo build --release -p wasmrpc-host --bin wasmrpc --example baseline_server >&2
+rustup target add wasm32-unknown-unknown >&2
+component=$(target/release/wasmrpc build --profile guest --target-dir target/guests -p example-add)
+
+work=$(mktemp -d)
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT INT TERM
+
+# The text after "$2" in the log $1, once it is there.
+address_in() {
+    for _ in $(seq 1 300); do
+        if grep -q "$2" "$1"; then
+            grep "$2" "$1" | sed -n "s|.*$2\([^ ]*\).*|\1|p" | head -1
+            return
+        fi
+        sleep 0.1
+    done
+    echo "did not start:" >&2; cat "$1" >&2; exit 1
+}
+
+target/release/examples/baseline_server 127.0.0.1:0 > "$work/baseline.log" 2>&1 &
+pids+=($!)
+sink=$(address_in "$work/baseline.log" "otlp sink listening on http://")
+OTEL_BSP_SCHEDULE_DELAY=1000 "$binary" serve --listen 127.0.0.1:0 --data-dir "$work/data" \
+    --otlp-endpoint "http://$sink" --traces-sampler always_on > "$work/traced.log" 2>&1 &
+server_pid=$!
+pids+=("$server_pid")
+server=$(address_in "$work/traced.log" "listening on http://")
+WASMRPC_SERVER="http://$server" target/release/wasmrpc deploy add "$component" --export add >&2
+
+cat > "$work/add.lua" <<'LUA'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["traceparent"] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+wrk.body = '{"args":[{"dtype":"int32","shape":[],"data":2},{"dtype":"int32","shape":[],"data":3}]}'
+LUA
+url="http://$server/v1/methods/add/call"
+wrk -t2 -c32 -d2s -s "$work/add.lua" "$url" > /dev/null   # warm: components loaded, pools full
+wrk -t2 -c32 -d"$((seconds + 2))s" -s "$work/add.lua" "$url" > "$work/wrk.txt" &
+wrk_pid=$!
+sleep 1
+perf record -F 2999 --call-graph dwarf,16384 -p "$server_pid" -o "$work/perf.data" \
+    -- sleep "$seconds" 2> "$work/perf.log" > /dev/null
+wait "$wrk_pid"
+echo "wrk: $(grep Requests/sec "$work/wrk.txt")"
+perf script --no-inline -F comm,ip,sym -i "$work/perf.data" 2> /dev/null | python3 -c '
+import collections, re, sys
+
+samples, current = [], None
+for line in sys.stdin:
+    if not line.strip():
+        if current:
+            samples.append(current)
+        current = None
+    elif not line[0].isspace():
+        current = (line.strip(), [])
+    elif current:
+        parts = line.strip().split(" ", 1)
+        current[1].append(parts[1] if len(parts) > 1 else "?")
+if current:
+    samples.append(current)
+
+tracing = re.compile(r"otel::|service::trace")
+total = len(samples)
+by_outer = collections.Counter()
+inner = collections.defaultdict(collections.Counter)
+exporter = 0
+for thread, frames in samples:
+    marked = [f for f in frames if tracing.search(f)]
+    if thread == "wasmrpc-otlp":
+        exporter += 1
+    elif marked:
+        by_outer[marked[-1][:90]] += 1
+        inner[marked[-1][:90]][frames[0][:80]] += 1
+share = lambda n: f"{100 * n / total:5.2f} %"
+traced = sum(by_outer.values())
+print(f"{total} samples of the traced server")
+print(f"{share(traced + exporter)}  tracing in all: the request threads plus the exporter thread")
+print(f"{share(exporter)}  the exporter thread (wasmrpc-otlp)")
+print(f"{share(traced)}  tracing code on the request threads, by its outermost frame:")
+for outer, n in by_outer.most_common(8):
+    print(f"  {share(n)}  {outer}")
+    for frame, m in inner[outer].most_common(4):
+        print(f"             {share(m)}  {frame}")
+'
