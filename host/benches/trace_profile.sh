@@ -58,15 +58,9 @@ pids+=("$server_pid")
 server=$(address_in "$work/traced.log" "listening on http://")
 WASMRPC_SERVER="http://$server" target/release/wasmrpc deploy add "$component" --export add >&2
 
-cat > "$work/add.lua" <<'LUA'
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["traceparent"] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-wrk.body = '{"args":[{"dtype":"int32","shape":[],"data":2},{"dtype":"int32","shape":[],"data":3}]}'
-LUA
 url="http://$server/v1/methods/add/call"
-wrk -t2 -c32 -d2s -s "$work/add.lua" "$url" > /dev/null   # warm: components loaded, pools full
-wrk -t2 -c32 -d"$((seconds + 2))s" -s "$work/add.lua" "$url" > "$work/wrk.txt" &
+wrk -t2 -c32 -d2s -s host/benches/support/add.lua "$url" > /dev/null   # warm: components loaded, pools full
+wrk -t2 -c32 -d"$((seconds + 2))s" -s host/benches/support/add.lua "$url" > "$work/wrk.txt" &
 wrk_pid=$!
 sleep 1
 perf record -F 2999 --call-graph dwarf,16384 -p "$server_pid" -o "$work/perf.data" \

@@ -91,13 +91,6 @@ if [ "$tracing" = 1 ]; then
     WASMRPC_SERVER="http://$traced_addr" target/release/wasmrpc deploy add "$component" --export add >&2
 fi
 
-# Every request carries a caller's trace context, sampled (the untraced servers ignore it).
-cat > "$work/add.lua" <<'LUA'
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["traceparent"] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-wrk.body = '{"args":[{"dtype":"int32","shape":[],"data":2},{"dtype":"int32","shape":[],"data":3}]}'
-LUA
 
 # CPU time the process $1 has used, in clock ticks (user + system).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
@@ -108,7 +101,7 @@ ticks_per_second=$(getconf CLK_TCK)
 throughput() {
     local out before after
     before=$(cpu_ticks "$2")
-    out=$(wrk -t2 -c32 -d"${seconds}s" -s "$work/add.lua" "http://$1/v1/methods/add/call")
+    out=$(wrk -t2 -c32 -d"${seconds}s" -s host/benches/support/add.lua "http://$1/v1/methods/add/call")
     after=$(cpu_ticks "$2")
     if grep -q "Non-2xx" <<<"$out"; then echo "errors from $1: $out" >&2; exit 1; fi
     awk -v ticks=$((after - before)) -v hz="$ticks_per_second" '
@@ -118,7 +111,7 @@ throughput() {
 
 # "p50 p99" latency in microseconds at one connection.
 latency() {
-    wrk -t1 -c1 -d"${seconds}s" --latency -s "$work/add.lua" "http://$1/v1/methods/add/call" |
+    wrk -t1 -c1 -d"${seconds}s" --latency -s host/benches/support/add.lua "http://$1/v1/methods/add/call" |
         awk 'function us(v) { if (v ~ /us$/) return v + 0; if (v ~ /ms$/) return v * 1000; return v * 1e6 }
              $1 == "50%" { p50 = us($2) } $1 == "99%" { p99 = us($2) } END { print p50, p99 }'
 }
