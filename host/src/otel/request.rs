@@ -12,7 +12,7 @@ use http::{HeaderName, Request};
 use tokio::task::futures::TaskLocalFuture;
 
 use super::context::{SpanContext, TRACEPARENT, TRACESTATE};
-use super::span::{Kind, Name, Span, Value};
+use super::span::{Kind, Name, Span};
 
 // The headers read from every traced request, named once (a name given as text is parsed at
 // each lookup).
@@ -117,7 +117,8 @@ pub fn begin<B>(request: &Request<B>) -> Option<Current> {
     let method = method_name(request.method());
     let name = match (grpc, route, method) {
         (Some(rpc), _, _) => Name::from(format!("inference.GRPCInferenceService/{rpc}")),
-        (None, Some(route), Some(method)) => Name::Route(method, route.clone()),
+        // Named with its route by `set_route` below.
+        (None, Some(_), Some(method)) => Name::from(method),
         (None, Some(route), None) => format!("{} {}", request.method(), route.as_str()).into(),
         (None, None, _) => request.method().to_string().into(),
     };
@@ -156,7 +157,7 @@ pub fn begin<B>(request: &Request<B>) -> Option<Current> {
             }
             span.set_text("url.path", path);
             if let Some(route) = route {
-                span.set("http.route", Value::Route(route.clone()));
+                span.set_route(method, route.as_str());
             }
         }
     }

@@ -9,9 +9,9 @@
 //! parent's.
 //!
 //! A span is written in protobuf when it ends, by the thread that ends it, and its record kept
-//! for the next span that thread starts: a call's span costs no allocation but the text copied
-//! from its request. What the server holds already (a method's registration, the request's
-//! route) is referred to, not copied ([`Name`], [`Value::Route`], [`Shared`]).
+//! for the next span that thread starts: a call's span costs no allocation. The text it takes
+//! from its request (the route, the path, headers) is copied into one buffer its record keeps
+//! ([`Span::set_text`], [`Span::set_route`]); a method's identity is referred to ([`Shared`]).
 //!
 //! Times are taken as `Instant`s where the work happens (they cost a clock read) and turned into
 //! Unix nanoseconds against one reading of both clocks taken at start, so a span's start and end
@@ -22,8 +22,6 @@ use std::cell::RefCell;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
-
-use axum::extract::MatchedPath;
 
 use super::context::{SpanContext, new_span_id};
 
@@ -43,16 +41,22 @@ pub enum Kind {
 pub enum Name {
     /// As it is.
     Text(Cow<'static, str>),
-    /// An HTTP request's: its method, a space and its route (`POST /v1/methods/{name}/call`).
-    Route(&'static str, MatchedPath),
+    /// An HTTP request's: its method, a space and its route (`POST /v1/methods/{name}/call`),
+    /// the route copied into its span's [`SpanRecord::text`], these bytes of it.
+    Route(&'static str, u32, u32),
 }
 
 impl Name {
-    /// The name's parts, to be written one after the other.
-    pub fn parts(&self) -> [&str; 3] {
+    /// The name's parts, to be written one after the other; `text` is its span's
+    /// [`SpanRecord::text`].
+    pub fn parts<'a>(&'a self, text: &'a str) -> [&'a str; 3] {
         match self {
-            Name::Text(text) => [text, "", ""],
-            Name::Route(method, route) => [method, " ", route.as_str()],
+            Name::Text(name) => [name, "", ""],
+            Name::Route(method, start, end) => [
+                method,
+                " ",
+                text.get(*start as usize..*end as usize).unwrap_or(""),
+            ],
         }
     }
 }
@@ -74,8 +78,6 @@ impl From<String> for Name {
 pub enum Value {
     /// Text.
     Str(Cow<'static, str>),
-    /// A request's route, as the router matched it (shared with the request, not copied).
-    Route(MatchedPath),
     /// Text copied into its span's [`SpanRecord::text`], these bytes of it (see
     /// [`Span::set_text`]).
     Copied(u32, u32),
@@ -147,7 +149,6 @@ impl Value {
     pub fn as_ref<'a>(&'a self, text: &'a str) -> ValueRef<'a> {
         match self {
             Value::Str(s) => ValueRef::Str(s),
-            Value::Route(route) => ValueRef::Str(route.as_str()),
             Value::Copied(start, end) => {
                 ValueRef::Str(text.get(*start as usize..*end as usize).unwrap_or(""))
             }
@@ -363,20 +364,33 @@ impl Span {
     /// request holds: a header's, its path): copied into the span's one buffer of such text,
     /// which its record keeps from span to span, so copying allocates nothing.
     pub fn set_text(&mut self, key: &'static str, text: &str) {
-        if let Some(r) = self.record.as_mut() {
-            let start = r.text.len();
-            let (Ok(start_at), Ok(end_at)) =
-                (u32::try_from(start), u32::try_from(start + text.len()))
-            else {
-                return;
-            };
-            r.text.push_str(text);
-            debug_assert!(
-                !r.attributes.iter().any(|(k, _)| *k == key),
-                "{key} set twice"
-            );
-            r.attributes.push((key, Value::Copied(start_at, end_at)));
+        if let Some((start, end)) = self.copy(text) {
+            self.set(key, Value::Copied(start, end));
         }
+    }
+
+    /// Set `http.route` to `route` (as the router matched it) and, with `method`, the span's
+    /// name to the method and the route: the route copied once for both. Copied rather than
+    /// shared: the router's `MatchedPath` is one reference count for every request on every
+    /// thread, and taking and dropping references to it cost more than the copy (its cache
+    /// line moving between the CPUs).
+    pub fn set_route(&mut self, method: Option<&'static str>, route: &str) {
+        let Some((start, end)) = self.copy(route) else {
+            return;
+        };
+        if let (Some(method), Some(r)) = (method, self.record.as_mut()) {
+            r.name = Name::Route(method, start, end);
+        }
+        self.set("http.route", Value::Copied(start, end));
+    }
+
+    /// Copy `text` into the record's buffer; where it is there.
+    fn copy(&mut self, text: &str) -> Option<(u32, u32)> {
+        let r = self.record.as_mut()?;
+        let start = u32::try_from(r.text.len()).ok()?;
+        let end = u32::try_from(r.text.len() + text.len()).ok()?;
+        r.text.push_str(text);
+        Some((start, end))
     }
 
     /// Set attribute `key` unless it is set already.
