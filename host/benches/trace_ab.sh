@@ -19,34 +19,8 @@ other=${1:?usage: trace_ab.sh OTHER_WASMRPC_BINARY}
 rounds=${TRACE_AB_ROUNDS:-18}
 seconds=${TRACE_AB_SECONDS:-3}
 if [ ! -x "$other" ]; then echo "$other is not an executable wasmrpc binary" >&2; exit 2; fi
-if ! command -v wrk >/dev/null; then
-    echo "installing wrk from Debian's packages" >&2
-    if [ "$(id -u)" = 0 ]; then apt-get install -y wrk >&2; else sudo apt-get install -y wrk >&2; fi
-fi
-cargo build --release -p wasmrpc-host --bin wasmrpc --example baseline_server >&2
-rustup target add wasm32-unknown-unknown >&2
-component=$(target/release/wasmrpc build --profile guest --target-dir target/guests -p example-add)
-
-work=$(mktemp -d)
-pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT INT TERM
-
-# The text after "$2" in the log $1, once it is there.
-address_in() {
-    for _ in $(seq 1 300); do
-        if grep -q "$2" "$1"; then
-            grep "$2" "$1" | sed -n "s|.*$2\([^ ]*\).*|\1|p" | head -1
-            return
-        fi
-        sleep 0.1
-    done
-    echo "did not start:" >&2; cat "$1" >&2; exit 1
-}
-
-target/release/examples/baseline_server 127.0.0.1:0 > "$work/baseline.log" 2>&1 &
-pids+=($!)
-sink=$(address_in "$work/baseline.log" "otlp sink listening on http://")
+# Builds, `add`, $work, $pids, address_in and the OTLP sink at $sink.
+source host/benches/support/sink_and_add.sh wrk
 
 # The sides: 0 untraced (this build), 1 traced (this build), 2 traced (the other build).
 names=(untraced "traced" "other")

@@ -20,37 +20,8 @@ cd "$(dirname "$0")/../.."
 
 seconds=${TRACE_PROFILE_SECONDS:-3}
 binary=${TRACE_PROFILE_BINARY:-target/release/wasmrpc}
-for tool in wrk perf; do
-    if ! command -v "$tool" >/dev/null; then
-        package=$tool; [ "$tool" = perf ] && package=linux-perf
-        echo "installing $package from Debian's packages" >&2
-        if [ "$(id -u)" = 0 ]; then apt-get install -y "$package" >&2; else sudo apt-get install -y "$package" >&2; fi
-    fi
-done
-cargo build --release -p wasmrpc-host --bin wasmrpc --example baseline_server >&2
-rustup target add wasm32-unknown-unknown >&2
-component=$(target/release/wasmrpc build --profile guest --target-dir target/guests -p example-add)
-
-work=$(mktemp -d)
-pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT INT TERM
-
-# The text after "$2" in the log $1, once it is there.
-address_in() {
-    for _ in $(seq 1 300); do
-        if grep -q "$2" "$1"; then
-            grep "$2" "$1" | sed -n "s|.*$2\([^ ]*\).*|\1|p" | head -1
-            return
-        fi
-        sleep 0.1
-    done
-    echo "did not start:" >&2; cat "$1" >&2; exit 1
-}
-
-target/release/examples/baseline_server 127.0.0.1:0 > "$work/baseline.log" 2>&1 &
-pids+=($!)
-sink=$(address_in "$work/baseline.log" "otlp sink listening on http://")
+# Builds, `add`, $work, $pids, address_in and the OTLP sink at $sink.
+source host/benches/support/sink_and_add.sh wrk linux-perf
 OTEL_BSP_SCHEDULE_DELAY=1000 "$binary" serve --listen 127.0.0.1:0 --data-dir "$work/data" \
     --otlp-endpoint "http://$sink" --traces-sampler always_on > "$work/traced.log" 2>&1 &
 server_pid=$!
