@@ -91,6 +91,8 @@ if [ "$tracing" = 1 ]; then
     WASMRPC_SERVER="http://$traced_addr" target/release/wasmrpc deploy add "$component" --export add >&2
 fi
 
+# The request, host/benches/support/add.lua, carries a caller's sampled trace context (the
+# untraced servers ignore it).
 
 # CPU time the process $1 has used, in clock ticks (user + system).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
