@@ -264,9 +264,7 @@ fn write_span(w: &mut Writer, s: &SpanRecord) {
     w.fixed64(7, s.start_ns);
     w.fixed64(8, s.end_ns);
     write_details(w, &s.attributes, &s.events, &s.text);
-    if let Some(shared) = &s.shared {
-        write_shared(w, &s.attributes, shared);
-    }
+    w.buf.extend_from_slice(&s.shared);
     if let Some(failure) = &s.failure {
         w.message(15, |w| {
             w.string(2, &failure.message);
@@ -328,8 +326,13 @@ thread_local! {
     static WRITTEN: RefCell<Vec<Written>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The attributes a span takes from `shared`, but those it has set itself (`own`).
-fn write_shared(w: &mut Writer, own: &[(&'static str, Value)], shared: &Arc<dyn Shared>) {
+/// Append to `out` the attributes a span takes from `shared` (as its field 9), but those it
+/// has set itself (`own`): copied as this thread wrote them last when it has.
+pub fn write_shared<S: Shared + 'static>(
+    out: &mut Vec<u8>,
+    own: &[(&'static str, Value)],
+    shared: &Arc<S>,
+) {
     let from = Arc::as_ptr(shared).cast::<()>();
     let copied = WRITTEN.try_with(|written| {
         let mut written = written.borrow_mut();
@@ -361,16 +364,20 @@ fn write_shared(w: &mut Writer, own: &[(&'static str, Value)], shared: &Arc<dyn 
         // written one by one below.
         let overlaps = own.iter().any(|(k, _)| x.keys.contains(k));
         if !overlaps {
-            w.buf.extend_from_slice(&x.bytes);
+            out.extend_from_slice(&x.bytes);
         }
         !overlaps
     });
     if copied != Ok(true) {
+        let mut w = Writer {
+            buf: std::mem::take(out),
+        };
         shared.attributes(&mut |key, value| {
             if !own.iter().any(|(k, _)| *k == key) {
                 w.key_value(9, key, value);
             }
         });
+        *out = w.buf;
     }
 }
 
@@ -455,7 +462,7 @@ mod tests {
         use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
         use prost::Message as _;
 
-        let record = SpanRecord {
+        let mut record = SpanRecord {
             trace_id: [1; 16],
             span_id: [2; 8],
             parent_span_id: Some([3; 8]),
@@ -471,11 +478,16 @@ mod tests {
                 ("url.path", Value::Copied(4, 9)),
             ],
             text: "abc/path/more/v1/methods/{name}/call".to_owned(),
-            shared: Some(std::sync::Arc::new(Method)),
+            shared: Vec::new(),
             events: Vec::new(),
             children: Vec::new(),
             failure: None,
         };
+        write_shared(
+            &mut record.shared,
+            &record.attributes,
+            &std::sync::Arc::new(Method),
+        );
         let origin = Origin {
             resource: vec![("service.name".into(), "svc".into())],
             scope: "wasmrpc",
@@ -517,11 +529,13 @@ mod tests {
         use opentelemetry_proto::tonic::trace::v1::Span as ProtoSpan;
         use prost::Message as _;
 
-        let shared: std::sync::Arc<dyn Shared> = std::sync::Arc::new(Method);
+        let shared = std::sync::Arc::new(Method);
         let mut record = a_calls_span();
         record.children.clear();
-        record.shared = Some(shared.clone());
-        let keys = |record: &SpanRecord| {
+        // The attributes of `record` with `shared`'s, as `Span::share` takes them.
+        let keys = |record: &mut SpanRecord| {
+            record.shared.clear();
+            write_shared(&mut record.shared, &record.attributes, &shared);
             let mut buf = Vec::new();
             write_record(&mut buf, record);
             // One span: its field tag, a two-byte length, then the span.
@@ -531,9 +545,9 @@ mod tests {
                 .map(|kv| (kv.key.clone(), format!("{:?}", kv.value)))
                 .collect::<Vec<_>>()
         };
-        let first = keys(&record);
+        let first = keys(&mut record);
         assert_eq!(
-            keys(&record),
+            keys(&mut record),
             first,
             "the copy differs from the first writing"
         );
@@ -546,7 +560,7 @@ mod tests {
         record
             .attributes
             .push(("rpc.method", Value::Str("ModelInfer".into())));
-        let own = keys(&record);
+        let own = keys(&mut record);
         let methods: Vec<_> = own.iter().filter(|(k, _)| k == "rpc.method").collect();
         assert_eq!(methods.len(), 1, "{own:?}");
         assert!(methods[0].1.contains("ModelInfer"), "{own:?}");
@@ -570,7 +584,7 @@ mod tests {
             end_ns: 1_700_000_000_000_100_000,
             attributes: Vec::new(),
             text: "127.0.0.1/v1/methods/add/call/v1/methods/{name}/call".to_owned(),
-            shared: Some(std::sync::Arc::new(Method)),
+            shared: Vec::new(),
             events: Vec::new(),
             children: Vec::new(),
             failure: None,
@@ -592,6 +606,11 @@ mod tests {
         a.push(("wasmrpc.code", Value::Str("OK".into())));
         a.push(("http.response.status_code", Value::Int(200)));
         a.push(("wasmrpc.digest", Value::Digest([0xab; 32])));
+        write_shared(
+            &mut record.shared,
+            &record.attributes,
+            &std::sync::Arc::new(Method),
+        );
         for name in ["admission", "instantiate", "run"] {
             record.children.push(Child {
                 name,

@@ -1,17 +1,17 @@
-//! The exporter: finished spans wait in one bounded queue, and a thread of their own sends them
-//! in batches to the collector, over OTLP/HTTP (protobuf) or OTLP/gRPC.
+//! The exporter: finished spans wait in bounded batches, and a thread of their own sends them
+//! to the collector, over OTLP/HTTP (protobuf) or OTLP/gRPC.
 //!
-//! A call's span is written in protobuf by the thread that recorded it and its bytes added to
-//! the open batch under a lock: the exporter's thread has only bytes to send, and is woken when
-//! a batch is full, else by its timer, never per span. When the queue is full a span is dropped
-//! and counted (`wasmrpc_trace_spans_dropped_total{reason="queue_full"}`); a batch the collector
+//! A call's span is written in protobuf by the thread that recorded it, into that thread's open
+//! batch: the exporter's thread has only bytes to send, and is woken when a batch is full, else
+//! by its timer, never per span. When the spans waiting reach the queue's size a span is
+//! dropped and counted (`wasmrpc_trace_spans_dropped_total{reason="queue_full"}`); a batch the collector
 //! does not take is dropped and counted too (`reason="export_failed"`) with a warning at most
 //! once a minute, so a collector that is down costs a warning and nothing else.
 
-use std::cell::RefCell;
+use std::cell::OnceCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -45,30 +45,40 @@ pub struct ExportStats {
 /// The bytes before each batch's spans, for the gRPC frame's prefix.
 const HEADROOM: usize = 5;
 
-/// The queue between the calls and the exporter's thread: spans already in protobuf, batch by
-/// batch.
+/// Spare buffers kept for batches to come: one a thread that writes spans, about.
+const SPARE_KEPT: usize = 4;
+
+/// Where spans wait for the exporter's thread, in protobuf already: each thread writing spans
+/// has an open batch of its own, and full batches wait in one queue.
+///
+/// A thread's batch is behind a lock that only it takes, but when the exporter's thread takes
+/// what every batch holds (once a `OTEL_BSP_SCHEDULE_DELAY`, or to flush): so a span is added
+/// with no lock that another CPU took last, and no cache line of the queue moving between
+/// CPUs, which one shared open batch cost each span (docs/benchmarks.md, "Tracing").
 struct Exporter {
     queue: Mutex<Queue>,
+    /// Every thread's open batch (a thread that ended leaves its own here until it is taken).
+    open: Mutex<Vec<Arc<Mutex<Batch>>>>,
+    /// Records in the queue's full batches: read by each span added, written once a batch.
+    queued: AtomicUsize,
     /// What goes in front of each batch's spans.
     head: Head,
     /// The room a batch keeps for it ([`Head::room`]).
     room: usize,
     /// Woken when a batch is full, or to flush.
     wake: Notify,
+    /// Set to have the open batches taken and sent now (a flush).
+    flush_asked: AtomicBool,
     /// Woken by the thread once the queue was emptied after a flush was asked for.
     flushed: Notify,
     max_queue: usize,
     max_batch: usize,
 }
 
-/// Batches waiting for the exporter's thread.
+/// Full batches waiting for the exporter's thread.
 struct Queue {
-    /// Full ones, oldest first.
+    /// Oldest first.
     full: VecDeque<Batch>,
-    /// The one spans are added to.
-    open: Batch,
-    /// Records in all of them (a span with its steps counts one).
-    records: usize,
     /// Buffers of sent batches, to be filled again.
     spare: Vec<Vec<u8>>,
 }
@@ -95,24 +105,99 @@ impl Batch {
     }
 }
 
-impl Queue {
-    /// A new batch, in a spare buffer if there is one.
-    fn new_batch(&mut self, room: usize) -> Batch {
-        Batch::new(self.spare.pop().unwrap_or_default(), room)
+/// `mutex` locked, poisoned or not (what it guards is bytes and counts, whole after a panic).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Exporter {
+    fn new(head: Head, max_queue: usize, max_batch: usize) -> Exporter {
+        Exporter {
+            queue: Mutex::new(Queue {
+                full: VecDeque::new(),
+                spare: Vec::new(),
+            }),
+            open: Mutex::new(Vec::new()),
+            queued: AtomicUsize::new(0),
+            room: head.room(HEADROOM),
+            head,
+            wake: Notify::new(),
+            flush_asked: AtomicBool::new(false),
+            flushed: Notify::new(),
+            max_queue,
+            max_batch,
+        }
     }
 
-    /// The oldest batch with spans in it, taken to be sent.
-    fn take(&mut self, room: usize) -> Option<Batch> {
-        let batch = match self.full.pop_front() {
-            Some(batch) => batch,
-            None if self.open.records > 0 => {
-                let next = self.new_batch(room);
-                std::mem::replace(&mut self.open, next)
+    /// A new open batch for a thread, known to the exporter's thread.
+    fn open_batch(&self) -> Arc<Mutex<Batch>> {
+        let batch = Arc::new(Mutex::new(self.new_batch()));
+        lock(&self.open).push(batch.clone());
+        batch
+    }
+
+    /// An empty batch, in a spare buffer if there is one.
+    fn new_batch(&self) -> Batch {
+        Batch::new(lock(&self.queue).spare.pop().unwrap_or_default(), self.room)
+    }
+
+    /// Write `record` into `open` (its thread's batch), or drop it when the spans waiting have
+    /// reached the queue's size; a batch that is full goes to the queue.
+    fn add(&self, open: &Mutex<Batch>, record: &SpanRecord) {
+        let spans = 1 + record.children.len() as u64;
+        let mut batch = lock(open);
+        if self.queued.load(Ordering::Relaxed) + batch.records >= self.max_queue {
+            drop(batch);
+            STATS.dropped_queue_full.fetch_add(spans, Ordering::Relaxed);
+            return;
+        }
+        write_record(&mut batch.bytes, record);
+        batch.records += 1;
+        batch.spans += spans;
+        if batch.records >= self.max_batch {
+            let full = std::mem::replace(&mut *batch, self.new_batch());
+            drop(batch);
+            self.enqueue(full);
+            self.wake.notify_one();
+        }
+    }
+
+    fn enqueue(&self, batch: Batch) {
+        let mut queue = lock(&self.queue);
+        self.queued.fetch_add(batch.records, Ordering::Relaxed);
+        queue.full.push_back(batch);
+    }
+
+    /// Move what every thread's open batch holds to the queue (their wait is over, or a flush
+    /// was asked for), and forget the batches of threads that have ended.
+    fn take_open(&self) {
+        lock(&self.open).retain(|open| {
+            let mut batch = lock(open);
+            if batch.records > 0 {
+                let taken = std::mem::replace(&mut *batch, self.new_batch());
+                drop(batch);
+                self.enqueue(taken);
             }
-            None => return None,
-        };
-        self.records -= batch.records;
+            // Held by its thread too while that thread lives.
+            Arc::strong_count(open) > 1
+        });
+    }
+
+    /// The oldest full batch, taken to be sent.
+    fn take(&self) -> Option<Batch> {
+        let batch = lock(&self.queue).full.pop_front()?;
+        self.queued.fetch_sub(batch.records, Ordering::Relaxed);
         Some(batch)
+    }
+
+    /// Keep a sent batch's buffer (when it came back) for a batch to come.
+    fn keep(&self, buffer: Option<Vec<u8>>) {
+        if let Some(buffer) = buffer {
+            let mut queue = lock(&self.queue);
+            if queue.spare.len() < SPARE_KEPT {
+                queue.spare.push(buffer);
+            }
+        }
     }
 }
 
@@ -129,49 +214,19 @@ pub fn stats() -> &'static ExportStats {
 }
 
 thread_local! {
-    /// Where a span is written before it is added to the queue: in this thread's cache, and
-    /// not under the queue's lock.
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// This thread's open batch, once it has written a span.
+    static OPEN: OnceCell<Arc<Mutex<Batch>>> = const { OnceCell::new() };
 }
 
 /// Hand a finished span to the exporter (a no-op when none is installed): it is written in
-/// protobuf here, on the thread that recorded it, and its bytes added to the open batch, so
-/// that the record stays with this thread to be used again and the exporter's thread has only
-/// bytes to send.
+/// protobuf here, on the thread that recorded it, into this thread's open batch, so that the
+/// record stays with this thread to be used again and the exporter's thread has only bytes to
+/// send.
 pub fn submit(record: &SpanRecord) {
     let Some(exporter) = EXPORTER.get() else {
         return;
     };
-    let spans = 1 + record.children.len() as u64;
-    let _ = SCRATCH.try_with(|scratch| {
-        let mut scratch = scratch.borrow_mut();
-        scratch.clear();
-        write_record(&mut scratch, record);
-        let mut queue = exporter
-            .queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if queue.records >= exporter.max_queue {
-            drop(queue);
-            STATS.dropped_queue_full.fetch_add(spans, Ordering::Relaxed);
-            return;
-        }
-        queue.records += 1;
-        let open = &mut queue.open;
-        open.bytes.extend_from_slice(&scratch);
-        open.records += 1;
-        open.spans += spans;
-        let full = open.records >= exporter.max_batch;
-        if full {
-            let next = queue.new_batch(exporter.room);
-            let batch = std::mem::replace(&mut queue.open, next);
-            queue.full.push_back(batch);
-        }
-        drop(queue);
-        if full {
-            exporter.wake.notify_one();
-        }
-    });
+    let _ = OPEN.try_with(|open| exporter.add(open.get_or_init(|| exporter.open_batch()), record));
 }
 
 /// Start the exporter's thread, sending to `settings`' collector as `origin`. Once a process:
@@ -187,23 +242,11 @@ pub fn install(settings: &TraceSettings, origin: Origin) -> anyhow::Result<bool>
         true => Some(tls_config(settings)?),
         false => None,
     };
-    let head = Head::new(&origin);
-    let room = head.room(HEADROOM);
-    let queue = Queue {
-        full: VecDeque::new(),
-        open: Batch::new(Vec::new(), room),
-        records: 0,
-        spare: Vec::new(),
-    };
-    let exporter = Arc::new(Exporter {
-        queue: Mutex::new(queue),
-        head,
-        room,
-        wake: Notify::new(),
-        flushed: Notify::new(),
-        max_queue: settings.max_queue,
-        max_batch: settings.max_batch,
-    });
+    let exporter = Arc::new(Exporter::new(
+        Head::new(&origin),
+        settings.max_queue,
+        settings.max_batch,
+    ));
     if EXPORTER.set(exporter.clone()).is_err() {
         return Ok(false);
     }
@@ -229,6 +272,7 @@ pub async fn flush(timeout: Duration) {
         return;
     };
     let flushed = exporter.flushed.notified();
+    exporter.flush_asked.store(true, Ordering::Release);
     exporter.wake.notify_one();
     let _ = tokio::time::timeout(timeout, flushed).await;
 }
@@ -242,48 +286,43 @@ struct Sender {
 }
 
 impl Sender {
+    /// Send full batches as they come, and every thread's open batch once a
+    /// `OTEL_BSP_SCHEDULE_DELAY` (or when a flush asks), one export at a time.
     async fn run(mut self, exporter: Arc<Exporter>) {
+        let delay = self.settings.delay;
+        let mut taken_open = Instant::now();
         loop {
-            let _ = tokio::time::timeout(self.settings.delay, exporter.wake.notified()).await;
+            let wait = delay.saturating_sub(taken_open.elapsed());
+            let _ = tokio::time::timeout(wait, exporter.wake.notified()).await;
+            // Again while flushes are asked for, so that a flush asked during a send is not
+            // told of spans sent before its own.
             loop {
-                let batch = exporter
-                    .queue
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .take(exporter.room);
-                let Some(mut batch) = batch else {
+                let flush = exporter.flush_asked.swap(false, Ordering::AcqRel);
+                if flush || taken_open.elapsed() >= delay {
+                    exporter.take_open();
+                    taken_open = Instant::now();
+                }
+                while let Some(mut batch) = exporter.take() {
+                    let start = exporter.head.finish(&mut batch.bytes, HEADROOM);
+                    let n = batch.spans;
+                    let (buffer, sent) = self.send(batch.bytes, start).await;
+                    exporter.keep(buffer);
+                    match sent {
+                        Ok(()) => {
+                            STATS.exported.fetch_add(n, Ordering::Relaxed);
+                        }
+                        Err(why) => {
+                            STATS.dropped_export_failed.fetch_add(n, Ordering::Relaxed);
+                            self.connection = None;
+                            self.warn(n, &why);
+                        }
+                    }
+                }
+                if !exporter.flush_asked.load(Ordering::Acquire) {
                     break;
-                };
-                let start = exporter.head.finish(&mut batch.bytes, HEADROOM);
-                let n = batch.spans;
-                let (buffer, sent) = self.send(batch.bytes, start).await;
-                self.keep(&exporter, buffer);
-                match sent {
-                    Ok(()) => {
-                        STATS.exported.fetch_add(n, Ordering::Relaxed);
-                    }
-                    Err(why) => {
-                        STATS.dropped_export_failed.fetch_add(n, Ordering::Relaxed);
-                        self.connection = None;
-                        self.warn(n, &why);
-                    }
                 }
             }
             exporter.flushed.notify_waiters();
-        }
-    }
-
-    /// Give a sent batch's buffer (when it came back) to the queue, for a batch to come.
-    fn keep(&self, exporter: &Exporter, buffer: Option<Vec<u8>>) {
-        if let Some(buffer) = buffer {
-            let mut queue = exporter
-                .queue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            // A full batch and the open one: a third is rarely needed.
-            if queue.spare.len() < 2 {
-                queue.spare.push(buffer);
-            }
         }
     }
 
@@ -511,4 +550,129 @@ fn tls_config(settings: &TraceSettings) -> anyhow::Result<Arc<rustls::ClientConf
         Protocol::HttpProtobuf => vec![b"http/1.1".to_vec()],
     };
     Ok(Arc::new(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::otel::span::{Child, Name};
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message as _;
+
+    /// An exporter that is not installed: its queue, with no thread sending.
+    fn exporter(max_queue: usize, max_batch: usize) -> Exporter {
+        let origin = Origin {
+            resource: vec![("service.name".to_owned(), "test".to_owned())],
+            scope: "wasmrpc",
+            version: "0",
+        };
+        Exporter::new(Head::new(&origin), max_queue, max_batch)
+    }
+
+    /// A call's span, `id` its span id's first byte, with one step.
+    fn record(id: u8) -> SpanRecord {
+        SpanRecord {
+            trace_id: [1; 16],
+            span_id: [id; 8],
+            parent_span_id: None,
+            parent_remote: false,
+            state: None,
+            name: Name::from("call add"),
+            kind: crate::otel::Kind::Internal,
+            start_ns: 10,
+            end_ns: 20,
+            attributes: Vec::new(),
+            text: String::new(),
+            shared: Vec::new(),
+            events: Vec::new(),
+            children: vec![Child {
+                name: "run",
+                start_ns: 11,
+                end_ns: 19,
+                attributes: Vec::new(),
+                events: Vec::new(),
+            }],
+            failure: None,
+        }
+    }
+
+    /// The spans' ids (first bytes) of `batch`, read with the official definitions.
+    fn ids(exporter: &Exporter, mut batch: Batch) -> Vec<u8> {
+        let start = exporter.head.finish(&mut batch.bytes, HEADROOM);
+        let request = ExportTraceServiceRequest::decode(&batch.bytes[start..]).expect("decodes");
+        request.resource_spans[0].scope_spans[0]
+            .spans
+            .iter()
+            .map(|s| s.span_id[0])
+            .collect()
+    }
+
+    #[test]
+    fn a_full_batch_is_queued_at_once_and_an_open_one_when_taken() {
+        let exporter = exporter(100, 2);
+        let open = exporter.open_batch();
+        exporter.add(&open, &record(1));
+        assert!(
+            exporter.take().is_none(),
+            "one span of two: the batch is open"
+        );
+        exporter.add(&open, &record(2));
+        let full = exporter.take().expect("a full batch is queued");
+        assert_eq!((full.records, full.spans), (2, 4));
+        let child = crate::otel::encode::child_id(&[1; 8], 0)[0];
+        assert_eq!(
+            ids(&exporter, full),
+            [1, child, 2, crate::otel::encode::child_id(&[2; 8], 0)[0]]
+        );
+
+        exporter.add(&open, &record(3));
+        assert!(exporter.take().is_none());
+        exporter.take_open();
+        let taken = exporter.take().expect("the open batch, taken");
+        assert_eq!(taken.records, 1);
+        assert_eq!(ids(&exporter, taken)[0], 3);
+        exporter.take_open();
+        assert!(exporter.take().is_none(), "nothing twice");
+    }
+
+    #[test]
+    fn spans_past_the_queue_are_dropped_and_counted() {
+        let exporter = exporter(4, 2);
+        let open = exporter.open_batch();
+        let dropped = || STATS.dropped_queue_full.load(Ordering::Relaxed);
+        let before = dropped();
+        for id in 1..=4 {
+            exporter.add(&open, &record(id));
+        }
+        assert_eq!(dropped(), before, "four fit");
+        exporter.add(&open, &record(5));
+        assert_eq!(dropped(), before + 2, "the fifth and its step are dropped");
+        // Sent: room again.
+        assert!(exporter.take().is_some());
+        exporter.add(&open, &record(6));
+        assert_eq!(dropped(), before + 2);
+        exporter.take_open();
+        let mut left = Vec::new();
+        while let Some(batch) = exporter.take() {
+            // Each span, then its step.
+            left.extend(ids(&exporter, batch).into_iter().step_by(2));
+        }
+        assert_eq!(left, [3, 4, 6]);
+    }
+
+    #[test]
+    fn a_thread_that_ended_leaves_its_spans_to_be_taken() {
+        let exporter = Arc::new(exporter(100, 10));
+        let from_thread = exporter.clone();
+        std::thread::spawn(move || {
+            let open = from_thread.open_batch();
+            from_thread.add(&open, &record(7));
+        })
+        .join()
+        .unwrap();
+        assert_eq!(lock(&exporter.open).len(), 1);
+        exporter.take_open();
+        assert_eq!(ids(&exporter, exporter.take().expect("its batch"))[0], 7);
+        assert!(lock(&exporter.open).is_empty(), "forgotten once taken");
+    }
 }

@@ -11,7 +11,8 @@
 //! A span is written in protobuf when it ends, by the thread that ends it, and its record kept
 //! for the next span that thread starts: a call's span costs no allocation. The text it takes
 //! from its request (the route, the path, headers) is copied into one buffer its record keeps
-//! ([`Span::set_text`], [`Span::set_route`]); a method's identity is referred to ([`Shared`]).
+//! ([`Span::set_text`], [`Span::set_route`]); a method's identity ([`Shared`]) is written in
+//! protobuf once a thread and its bytes copied into each of its calls' records.
 //!
 //! Times are taken as `Instant`s where the work happens (they cost a clock read) and turned into
 //! Unix nanoseconds against one reading of both clocks taken at start, so a span's start and end
@@ -159,9 +160,9 @@ impl Value {
     }
 }
 
-/// Attributes a span takes from something the server shares (a method's registration), written
-/// out only when the span is: recording them costs a reference count, not a copy of each. An
-/// attribute the span sets itself wins over one of these with the same key.
+/// Attributes a span takes from something the server shares (a method's registration): written
+/// in protobuf once a thread, and copied as bytes into each span after ([`Span::share`]). An
+/// attribute the span has set itself wins over one of these with the same key.
 pub trait Shared: Send + Sync + fmt::Debug {
     /// Hand each attribute to `out`.
     fn attributes(&self, out: &mut dyn FnMut(&'static str, ValueRef<'_>));
@@ -226,8 +227,9 @@ pub struct SpanRecord {
     /// The text its [`Value::Copied`] attributes refer to, one after the other: one buffer a
     /// span, kept with its record, rather than a string each.
     pub text: String,
-    /// More of them, from what the server shares.
-    pub shared: Option<Arc<dyn Shared>>,
+    /// More of them, from what the server shares ([`Span::share`]): their `KeyValue`s in
+    /// protobuf already, as the span's field 9.
+    pub shared: Vec<u8>,
     /// What happened during it.
     pub events: Vec<Event>,
     /// Its steps, each exported as a child span.
@@ -260,7 +262,7 @@ fn spare_record() -> Option<Box<SpanRecord>> {
 fn recycle(mut record: Box<SpanRecord>) {
     record.attributes.clear();
     record.text.clear();
-    record.shared = None;
+    record.shared.clear();
     record.events.clear();
     record.children.clear();
     record.failure = None;
@@ -317,7 +319,7 @@ impl Span {
                 end_ns: 0,
                 attributes: Vec::new(),
                 text: String::new(),
-                shared: None,
+                shared: Vec::new(),
                 events: Vec::new(),
                 children: Vec::new(),
                 failure: None,
@@ -402,10 +404,14 @@ impl Span {
         }
     }
 
-    /// Take attributes from `shared` too (see [`Shared`]); a second call replaces the first.
-    pub fn share(&mut self, shared: Arc<dyn Shared>) {
+    /// Take attributes from `shared` too (see [`Shared`]), but those this span has set
+    /// already; a second call replaces the first. They are copied as this thread wrote them
+    /// for an earlier span, not written again, and `shared` is not cloned: its reference count
+    /// is one for every call of a method on every thread.
+    pub fn share<S: Shared + 'static>(&mut self, shared: &Arc<S>) {
         if let Some(r) = self.record.as_mut() {
-            r.shared = Some(shared);
+            r.shared.clear();
+            super::encode::write_shared(&mut r.shared, &r.attributes, shared);
         }
     }
 

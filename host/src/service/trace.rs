@@ -79,7 +79,7 @@ pub fn call_ended(
         span.set_if_absent("rpc.system", "wasmrpc");
         // The method's identity and `rpc.method` (unless the gRPC request's span set it): from
         // the registration itself, when the span is written out.
-        span.share(registration.clone());
+        span.share(registration);
         if let Some(w) = worker {
             span.set_if_absent("wasmrpc.worker", w.to_owned());
         }
