@@ -77,8 +77,8 @@ pub fn call_ended(
 ) {
     request::with_span(|span| {
         span.set_if_absent("rpc.system", "wasmrpc");
-        // The method's identity and `rpc.method` (unless the gRPC request's span set it): from
-        // the registration itself, when the span is written out.
+        // The method's identity and `rpc.method` (unless the gRPC request's span set it), as
+        // this thread wrote them for the method's last call (`Span::share`).
         span.share(registration);
         if let Some(w) = worker {
             span.set_if_absent("wasmrpc.worker", w.to_owned());
