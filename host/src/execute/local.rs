@@ -68,7 +68,6 @@ impl LocalExecutor {
             .slots
             .admit(tenant, limits.share, limits.deadline)
             .await?;
-        let admitted = traced.then(Instant::now);
         let mut phases = Phases {
             keep_log: traced && trace::wants_log(),
             ..Phases::default()
@@ -97,8 +96,8 @@ impl LocalExecutor {
         });
         match self.lanes.run(placement, call).await {
             Ok((result, mut phases)) => {
-                if let Some(admitted) = admitted {
-                    trace::ran(started, admitted, &mut phases);
+                if traced {
+                    trace::ran(started, &mut phases);
                 }
                 Ok(result?)
             }

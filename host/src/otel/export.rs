@@ -1,14 +1,14 @@
 //! The exporter: finished spans wait in bounded batches, and a thread of their own sends them
 //! to the collector, over OTLP/HTTP (protobuf) or OTLP/gRPC.
 //!
-//! A call's span is written in protobuf by the thread that recorded it, into that thread's open
-//! batch: the exporter's thread has only bytes to send, and is woken when a batch is full, else
+//! A call's span is written in protobuf by the thread that recorded it and copied into that
+//! thread's open batch: the exporter's thread has only bytes to send, and is woken when a batch is full, else
 //! by its timer, never per span. When the spans waiting reach the queue's size a span is
 //! dropped and counted (`wasmrpc_trace_spans_dropped_total{reason="queue_full"}`); a batch the
 //! collector does not take is dropped and counted too (`reason="export_failed"`) with a warning
 //! at most once a minute, so a collector that is down costs a warning and nothing else.
 
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
@@ -143,23 +143,34 @@ impl Exporter {
 
     /// Write `record` into `open` (its thread's batch), or drop it when the spans waiting have
     /// reached the queue's size; a batch that is full goes to the queue.
+    ///
+    /// The record is written into this thread's scratch buffer first, then copied: the batch
+    /// is hundreds of kilobytes, in lines no cache of this CPU holds any more (the kernel read
+    /// the last batch in that buffer from the exporter's CPU), and protobuf's small writes wait
+    /// on each line they reach, where one copy of the whole record does not: 40 ns less a call
+    /// under P1 (docs/benchmarks.md, "Tracing").
     fn add(&self, open: &Mutex<Batch>, record: &SpanRecord) {
         let spans = 1 + record.children.len() as u64;
-        let mut batch = lock(open);
-        if self.queued.load(Ordering::Relaxed) + batch.records >= self.max_queue {
-            drop(batch);
-            STATS.dropped_queue_full.fetch_add(spans, Ordering::Relaxed);
-            return;
-        }
-        write_record(&mut batch.bytes, record);
-        batch.records += 1;
-        batch.spans += spans;
-        if batch.records >= self.max_batch {
-            let full = std::mem::replace(&mut *batch, self.new_batch());
-            drop(batch);
-            self.enqueue(full);
-            self.wake.notify_one();
-        }
+        let _ = SCRATCH.try_with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            scratch.clear();
+            write_record(&mut scratch, record);
+            let mut batch = lock(open);
+            if self.queued.load(Ordering::Relaxed) + batch.records >= self.max_queue {
+                drop(batch);
+                STATS.dropped_queue_full.fetch_add(spans, Ordering::Relaxed);
+                return;
+            }
+            batch.bytes.extend_from_slice(&scratch);
+            batch.records += 1;
+            batch.spans += spans;
+            if batch.records >= self.max_batch {
+                let full = std::mem::replace(&mut *batch, self.new_batch());
+                drop(batch);
+                self.enqueue(full);
+                self.wake.notify_one();
+            }
+        });
     }
 
     fn enqueue(&self, batch: Batch) {
@@ -216,10 +227,12 @@ pub fn stats() -> &'static ExportStats {
 thread_local! {
     /// This thread's open batch, once it has written a span.
     static OPEN: OnceCell<Arc<Mutex<Batch>>> = const { OnceCell::new() };
+    /// Where this thread writes a record before it goes into its batch ([`Exporter::add`]).
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Hand a finished span to the exporter (a no-op when none is installed): it is written in
-/// protobuf here, on the thread that recorded it, into this thread's open batch, so that the
+/// protobuf here, on the thread that recorded it, for this thread's open batch, so that the
 /// record stays with this thread to be used again and the exporter's thread has only bytes to
 /// send.
 pub fn submit(record: &SpanRecord) {

@@ -165,6 +165,9 @@ fn load_error(e: wasmtime::Error) -> UploadError {
 pub struct Phases {
     /// Whether to keep the guest's log (for the trace's events).
     pub keep_log: bool,
+    /// When the call began on the thread that runs it (admitted, and on its lane), from the
+    /// clock reading its deadline takes anyway: the trace reads no clock of its own here.
+    pub began: Option<Instant>,
     /// When the instance was ready (the call's guest code about to run).
     pub instantiated: Option<Instant>,
     /// When the guest returned, failed or ran out of time.
@@ -550,7 +553,9 @@ impl Runtime {
         if let Some(pages) = &module.code_pages {
             pages.touch(started);
         }
-        let remaining = deadline.saturating_sub(started.elapsed());
+        let began = Instant::now();
+        phases.began = Some(began);
+        let remaining = deadline.saturating_sub(began.saturating_duration_since(started));
         // An instance this thread made ahead, or a new one (`runtime/ahead.rs`); one made
         // ahead that holds more memory than this call's budget is dropped here.
         let (mut store, instance) =

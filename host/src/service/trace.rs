@@ -132,17 +132,18 @@ pub fn loaded(started: Instant, registration: &Registration) {
     });
 }
 
-/// A call run here: its wait for a call slot (from `queued` to `admitted`), its instance and
-/// its guest (`phases`), as steps and attributes; the guest's log lines become events of the
-/// `run` step.
-pub fn ran(queued: Instant, admitted: Instant, phases: &mut Phases) {
+/// A call run here: its wait for a call slot (from `queued` until it began on its thread), its
+/// instance and its guest (`phases`), as steps and attributes; the guest's log lines become
+/// events of the `run` step.
+pub fn ran(queued: Instant, phases: &mut Phases) {
     let finished = phases.finished.unwrap_or_else(Instant::now);
+    let admitted = phases.began.unwrap_or(queued);
     let instantiated = phases.instantiated.unwrap_or(finished);
     let log = phases.log.take();
     request::with_span(|span| {
         span.set(
             "wasmrpc.slot_wait_us",
-            (admitted - queued).as_micros() as u64,
+            admitted.saturating_duration_since(queued).as_micros() as u64,
         );
         span.set(
             "wasmrpc.instantiate_us",
