@@ -331,8 +331,23 @@ fn a_forged_or_replayed_tenant_directory_is_not_adopted() {
         .await
         .unwrap();
     });
-    // A change through b after the forgeries is made (over them) and reaches a after them.
-    let (_, dave) = b.tenant("dave");
+    // A change through b after the forgeries is made (over them) and reaches a after them. Made
+    // at once when b's watch has brought the forgeries already, else ABORTED until it has (a
+    // change crossing another's is, and its client is told to try again): tried again here
+    // as a client would, so it fails only if b never writes over them.
+    let mut dave = None;
+    eventually(
+        Duration::from_secs(5),
+        "b creates dave over the forgeries",
+        || {
+            let r = b.admin.post_json("/v1/tenants", &json!({ "name": "dave" }));
+            let body = String::from_utf8_lossy(&r.body);
+            assert!(r.status == 201 || r.status == 409, "{}: {body}", r.status);
+            dave = (r.status == 201).then(|| r.json());
+            dave.is_some()
+        },
+    );
+    let dave = dave.expect("created");
     let dave_on_a = a.server.http().with_key(key_of(&dave));
     eventually(Duration::from_secs(5), "dave's key works on a", || {
         dave_on_a.get("/v1/methods").status == 200

@@ -2,11 +2,11 @@
 //! to the collector, over OTLP/HTTP (protobuf) or OTLP/gRPC.
 //!
 //! A call's span is written in protobuf by the thread that recorded it and copied into that
-//! thread's open batch: the exporter's thread has only bytes to send, and is woken when a batch is full, else
-//! by its timer, never per span. When the spans waiting reach the queue's size a span is
+//! thread's open batch: the exporter's thread has only bytes to send, and is woken when a batch is
+//! full, else by its timer, never per span. When the spans waiting reach the queue's size a span is
 //! dropped and counted (`wasmrpc_trace_spans_dropped_total{reason="queue_full"}`); a batch the
-//! collector does not take is dropped and counted too (`reason="export_failed"`) with a warning
-//! at most once a minute, so a collector that is down costs a warning and nothing else.
+//! collector does not take is dropped and counted too (`reason="export_failed"`) with a warning at
+//! most once a minute, so a collector that is down costs a warning and nothing else.
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::VecDeque;

@@ -6,11 +6,11 @@
 //! it can reach it), [`settings`] (flags and `OTEL_*` variables), [`encode`] (OTLP protobuf) and
 //! [`export`] (the queue and the thread that sends it).
 //!
-//! Spans are recorded by this module, not through the `tracing` crate: a call's span is written
-//! in protobuf by the thread that ends it, from a record that thread keeps for its next span,
-//! and copied into that thread's own open batch, which keeps a server that samples every call close to
-//! one that traces nothing (docs/benchmarks.md, "Tracing"). With no endpoint configured every
-//! entry point returns at the first check.
+//! Spans are recorded by this module, not through the `tracing` crate: a call's span is written in
+//! protobuf by the thread that ends it, from a record that thread keeps for its next span, and
+//! copied into that thread's own open batch, which keeps a server that samples every call close to
+//! one that traces nothing (docs/benchmarks.md, "Tracing"). With no endpoint configured every entry
+//! point returns at the first check.
 
 pub mod context;
 pub mod encode;
