@@ -8,7 +8,7 @@ use std::future::Future;
 use std::time::Instant;
 
 use axum::extract::MatchedPath;
-use http::{HeaderName, Request};
+use http::{HeaderName, HeaderValue, Request};
 use tokio::task::futures::TaskLocalFuture;
 
 use super::context::{SpanContext, TRACEPARENT, TRACESTATE};
@@ -105,12 +105,9 @@ pub fn begin<B>(request: &Request<B>) -> Option<Current> {
     if !traced {
         return None;
     }
-    let headers = request.headers();
-    let parent = headers.get(&TRACEPARENT_HEADER).and_then(|tp| {
-        SpanContext::from_headers(
-            tp.as_bytes(),
-            headers.get(&TRACESTATE_HEADER).map(|s| s.as_bytes()),
-        )
+    let headers = Headers::of(request);
+    let parent = headers.traceparent.and_then(|tp| {
+        SpanContext::from_headers(tp.as_bytes(), headers.tracestate.map(|s| s.as_bytes()))
     });
     let now = Instant::now();
     let route = request.extensions().get::<MatchedPath>();
@@ -126,11 +123,11 @@ pub fn begin<B>(request: &Request<B>) -> Option<Current> {
         return Some(Current::NotRecorded(super::not_recorded(parent.as_ref())));
     };
     span.reserve(20);
-    let host = request.uri().authority().map(|a| a.as_str()).or_else(|| {
-        headers
-            .get(http::header::HOST)
-            .and_then(|h| h.to_str().ok())
-    });
+    let host = request
+        .uri()
+        .authority()
+        .map(|a| a.as_str())
+        .or_else(|| headers.host.and_then(|h| h.to_str().ok()));
     if let Some(host) = host {
         let (name, port) = split_host(host);
         span.set_text("server.address", name);
@@ -161,13 +158,42 @@ pub fn begin<B>(request: &Request<B>) -> Option<Current> {
             }
         }
     }
-    if let Some(agent) = headers
-        .get(http::header::USER_AGENT)
-        .and_then(|a| a.to_str().ok())
-    {
+    if let Some(agent) = headers.user_agent.and_then(|a| a.to_str().ok()) {
         span.set_text("user_agent.original", agent);
     }
     Some(Current::Recording(span))
+}
+
+/// The headers a request's span reads, found in one pass over the request's few headers rather
+/// than looked up one by one (each lookup hashes its name): the first of each, as a lookup
+/// finds.
+#[derive(Default)]
+struct Headers<'a> {
+    traceparent: Option<&'a HeaderValue>,
+    tracestate: Option<&'a HeaderValue>,
+    host: Option<&'a HeaderValue>,
+    user_agent: Option<&'a HeaderValue>,
+}
+
+impl<'a> Headers<'a> {
+    fn of<B>(request: &'a Request<B>) -> Headers<'a> {
+        let mut found = Headers::default();
+        for (name, value) in request.headers() {
+            let slot = if *name == TRACEPARENT_HEADER {
+                &mut found.traceparent
+            } else if *name == TRACESTATE_HEADER {
+                &mut found.tracestate
+            } else if *name == http::header::HOST {
+                &mut found.host
+            } else if *name == http::header::USER_AGENT {
+                &mut found.user_agent
+            } else {
+                continue;
+            };
+            slot.get_or_insert(value);
+        }
+        found
+    }
 }
 
 /// End the request's span with `response`'s status.
@@ -233,12 +259,34 @@ fn split_host(host: &str) -> (&str, Option<u16>) {
 
 #[cfg(test)]
 mod tests {
-    use super::split_host;
+    use super::{Headers, split_host};
 
     #[test]
     fn hosts_and_ports() {
         assert_eq!(split_host("a.example:8080"), ("a.example", Some(8080)));
         assert_eq!(split_host("[::1]:9"), ("::1", Some(9)));
         assert_eq!(split_host("localhost"), ("localhost", None));
+    }
+
+    #[test]
+    fn the_first_of_each_header_is_read_as_a_lookup_reads_it() {
+        let request = http::Request::builder()
+            .header("accept", "*/*")
+            .header("traceparent", "first")
+            .header("Host", "a.example:8080")
+            .header("traceparent", "second")
+            .header("user-agent", "wrk")
+            .body(())
+            .unwrap();
+        let headers = Headers::of(&request);
+        let text = |v: Option<&http::HeaderValue>| v.map(|v| v.to_str().unwrap().to_owned());
+        assert_eq!(text(headers.traceparent).as_deref(), Some("first"));
+        assert_eq!(
+            text(headers.traceparent),
+            text(request.headers().get("traceparent"))
+        );
+        assert_eq!(text(headers.host).as_deref(), Some("a.example:8080"));
+        assert_eq!(text(headers.user_agent).as_deref(), Some("wrk"));
+        assert_eq!(headers.tracestate, None);
     }
 }
