@@ -142,8 +142,12 @@ impl Writer {
 
 /// The bytes of `v` as a varint.
 fn varint_len(v: u64) -> usize {
-    // One byte per 7 bits, at least one.
-    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+    // One byte per 7 bits, at least one. Nearly every length and number a span writes takes
+    // one byte, which this says without the arithmetic.
+    if v < 0x80 {
+        return 1;
+    }
+    (64 - v.leading_zeros() as usize).div_ceil(7)
 }
 
 /// What every batch from this process says of it: its resource's attributes, and the
