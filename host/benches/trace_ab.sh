@@ -12,6 +12,7 @@
 #
 #   bash host/benches/trace_ab.sh /tmp/wasmrpc-before     # 18 rounds of 3 s
 #   TRACE_AB_ROUNDS=30 TRACE_AB_SECONDS=4 bash host/benches/trace_ab.sh /tmp/wasmrpc-before
+#   TRACE_AB_ROUNDS=90 TRACE_AB_SECONDS=1 bash host/benches/trace_ab.sh /tmp/wasmrpc-before   # half a point
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -73,3 +74,8 @@ echo "medians of $rounds rounds of ${seconds} s (wrk -t2 -c32, HTTP/1.1, scalar 
 printf '%-9s %9s req/s  %5s us CPU a request\n' untraced "$(column 2)" "$(column 3)"
 printf '%-9s %9s req/s  %5s us CPU a request  traced / untraced %s\n' traced "$(column 4)" "$(column 5)" "$(column 8)"
 printf '%-9s %9s req/s  %5s us CPU a request  traced / untraced %s  (%s)\n' other "$(column 6)" "$(column 7)" "$(column 9)" "$other"
+# A difference of half a point is within what the medians resolve in 90 rounds; how often each
+# build came out ahead in the same round says which way it leans (docs/benchmarks.md, "Tracing").
+awk '{ gsub(/[();]/, ""); d = $8 - $9; n++; sum += d; if (d > 0) ahead++ }
+     END { printf "this build ahead of the other in %d of %d rounds; mean of (traced - other) / untraced %+.4f\n", ahead, n, sum / n }' \
+    "$work/rounds"
