@@ -165,14 +165,13 @@ impl Exporter {
             batch.bytes.extend_from_slice(&scratch);
             batch.records += 1;
             batch.spans += spans;
-            if batch.records >= self.max_batch {
-                let full = std::mem::replace(&mut *batch, self.new_batch());
-                prefetch_for_writing(&batch.bytes);
-                drop(batch);
+            let full = (batch.records >= self.max_batch)
+                .then(|| std::mem::replace(&mut *batch, self.new_batch()));
+            prefetch_for_writing(&batch.bytes);
+            drop(batch);
+            if let Some(full) = full {
                 self.enqueue(full);
                 self.wake.notify_one();
-            } else {
-                prefetch_for_writing(&batch.bytes);
             }
         });
     }
