@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use super::span::{Child, Event, Name, Shared, SpanRecord, Value, ValueRef};
+use super::span::{Child, Event, Keys, Name, Shared, SpanRecord, Value, ValueRef};
 
 /// Protobuf's wire types.
 const VARINT: u8 = 0;
@@ -150,6 +150,16 @@ fn varint_len(v: u64) -> usize {
     (64 - v.leading_zeros() as usize).div_ceil(7)
 }
 
+/// Append to `out` the attribute `key` = `value` as a span's field 9 (a `KeyValue`), to be
+/// copied into spans after ([`super::Span::set_written`]).
+pub fn write_attribute(out: &mut Vec<u8>, key: &str, value: ValueRef<'_>) {
+    let mut w = Writer {
+        buf: std::mem::take(out),
+    };
+    w.key_value(9, key, value);
+    *out = w.buf;
+}
+
 /// What every batch from this process says of it: its resource's attributes, and the
 /// instrumentation scope.
 #[derive(Debug, Clone)]
@@ -267,7 +277,8 @@ fn write_span(w: &mut Writer, s: &SpanRecord) {
     w.uint(6, s.kind as u64);
     w.fixed64(7, s.start_ns);
     w.fixed64(8, s.end_ns);
-    write_details(w, &s.attributes, &s.events, &s.text);
+    w.buf.extend_from_slice(&s.written);
+    write_details(w, &s.attributes, &s.events);
     w.buf.extend_from_slice(&s.shared);
     if let Some(failure) = &s.failure {
         w.message(15, |w| {
@@ -290,21 +301,16 @@ fn write_name(w: &mut Writer, name: &Name, text: &str) {
 }
 
 /// A span's attributes (field 9) and events (field 11).
-fn write_details(
-    w: &mut Writer,
-    attributes: &[(&'static str, Value)],
-    events: &[Event],
-    text: &str,
-) {
+fn write_details(w: &mut Writer, attributes: &[(&'static str, Value)], events: &[Event]) {
     for (k, v) in attributes {
-        w.key_value(9, k, v.as_ref(text));
+        w.key_value(9, k, v.as_ref());
     }
     for e in events {
         w.message(11, |w| {
             w.fixed64(1, e.time_ns);
             w.string(2, e.name);
             for (k, v) in &e.attributes {
-                w.key_value(3, k, v.as_ref(text));
+                w.key_value(3, k, v.as_ref());
             }
         });
     }
@@ -333,10 +339,11 @@ thread_local! {
 }
 
 /// Append to `out` the attributes a span takes from `shared` (as its field 9), but those it
-/// has set itself (`own`): copied as this thread wrote them last when it has.
+/// has set itself (`own`, and `own_written`): copied as this thread wrote them last when it has.
 pub fn write_shared<S: Shared + 'static>(
     out: &mut Vec<u8>,
     own: &[(&'static str, Value)],
+    own_written: Keys,
     shared: &Arc<S>,
 ) {
     let from = Arc::as_ptr(shared).cast::<()>();
@@ -372,7 +379,9 @@ pub fn write_shared<S: Shared + 'static>(
         // of the five as text.
         let overlaps = own
             .iter()
-            .any(|(k, _)| x.key_bits & key_bit(k) != 0 && x.keys.contains(k));
+            .map(|(k, _)| *k)
+            .chain(own_written.iter())
+            .any(|k| x.key_bits & key_bit(k) != 0 && x.keys.contains(&k));
         if !overlaps {
             out.extend_from_slice(&x.bytes);
         }
@@ -383,7 +392,7 @@ pub fn write_shared<S: Shared + 'static>(
             buf: std::mem::take(out),
         };
         shared.attributes(&mut |key, value| {
-            if !own.iter().any(|(k, _)| *k == key) {
+            if !own.iter().any(|(k, _)| *k == key) && !own_written.contains(key) {
                 w.key_value(9, key, value);
             }
         });
@@ -411,7 +420,7 @@ fn write_child(w: &mut Writer, parent: &SpanRecord, index: usize, c: &Child) {
     w.uint(6, 1);
     w.fixed64(7, c.start_ns);
     w.fixed64(8, c.end_ns);
-    write_details(w, &c.attributes, &c.events, &parent.text);
+    write_details(w, &c.attributes, &c.events);
     // Sampled; the parent is known to be this process's own.
     w.fixed32(16, FLAGS_SAMPLED | FLAGS_HAS_IS_REMOTE);
 }
@@ -492,10 +501,12 @@ mod tests {
             attributes: vec![
                 ("rpc.method", Value::Str("ModelInfer".into())),
                 ("big", Value::Str("x".repeat(20_000).into())),
-                ("url.path", Value::Copied(4, 9)),
+                ("url.path", Value::Str("path/".into())),
             ],
             text: "abc/path/more/v1/methods/{name}/call".to_owned(),
             shared: Vec::new(),
+            written: Vec::new(),
+            written_keys: Keys::NONE,
             events: Vec::new(),
             children: Vec::new(),
             failure: None,
@@ -503,6 +514,7 @@ mod tests {
         write_shared(
             &mut record.shared,
             &record.attributes,
+            record.written_keys,
             &std::sync::Arc::new(Method),
         );
         let origin = Origin {
@@ -552,7 +564,7 @@ mod tests {
         // The attributes of `record` with `shared`'s, as `Span::share` takes them.
         let keys = |record: &mut SpanRecord| {
             record.shared.clear();
-            write_shared(&mut record.shared, &record.attributes, &shared);
+            write_shared(&mut record.shared, &record.attributes, Keys::NONE, &shared);
             let mut buf = Vec::new();
             write_record(&mut buf, record);
             // One span: its field tag, a two-byte length, then the span.
@@ -595,24 +607,31 @@ mod tests {
             parent_span_id: Some([3; 8]),
             parent_remote: true,
             state: None,
-            name: Name::Route("POST", 29, 52),
+            name: Name::Route("POST", 0, 23),
             kind: super::super::Kind::Server,
             start_ns: 1_700_000_000_000_000_000,
             end_ns: 1_700_000_000_000_100_000,
             attributes: Vec::new(),
-            text: "127.0.0.1/v1/methods/add/call/v1/methods/{name}/call".to_owned(),
+            text: "/v1/methods/{name}/call".to_owned(),
             shared: Vec::new(),
+            written: Vec::new(),
+            written_keys: Keys::NONE,
             events: Vec::new(),
             children: Vec::new(),
             failure: None,
         };
+        // What the request says, written once a thread (`request_attributes.rs`).
+        for (key, value) in [
+            ("server.address", ValueRef::Str("127.0.0.1")),
+            ("server.port", ValueRef::Int(8080)),
+            ("network.protocol.version", ValueRef::Str("1.1")),
+            ("http.request.method", ValueRef::Str("POST")),
+            ("url.path", ValueRef::Str("/v1/methods/add/call")),
+            ("http.route", ValueRef::Str("/v1/methods/{name}/call")),
+        ] {
+            write_attribute(&mut record.written, key, value);
+        }
         let a = &mut record.attributes;
-        a.push(("server.address", Value::Copied(0, 9)));
-        a.push(("server.port", Value::Int(8080)));
-        a.push(("network.protocol.version", Value::Str("1.1".into())));
-        a.push(("http.request.method", Value::Str("POST".into())));
-        a.push(("url.path", Value::Copied(9, 29)));
-        a.push(("http.route", Value::Copied(29, 52)));
         a.push(("wasmrpc.admission_wait_us", Value::Int(3)));
         a.push(("wasmrpc.slot_wait_us", Value::Int(1)));
         a.push(("wasmrpc.instantiate_us", Value::Int(12)));
@@ -626,6 +645,7 @@ mod tests {
         write_shared(
             &mut record.shared,
             &record.attributes,
+            record.written_keys,
             &std::sync::Arc::new(Method),
         );
         for name in ["admission", "instantiate", "run"] {

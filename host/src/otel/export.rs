@@ -637,6 +637,8 @@ mod tests {
             attributes: Vec::new(),
             text: String::new(),
             shared: Vec::new(),
+            written: Vec::new(),
+            written_keys: crate::otel::span::Keys::NONE,
             events: Vec::new(),
             children: vec![Child {
                 name: "run",

@@ -3,7 +3,8 @@
 //!
 //! The parts: [`context`] (the W3C headers and identifiers), [`span`] (spans being recorded and
 //! finished), [`request`] (the span of each HTTP or gRPC request, held where the code handling
-//! it can reach it), [`settings`] (flags and `OTEL_*` variables), [`encode`] (OTLP protobuf) and
+//! it can reach it), [`request_attributes`] (what that span says of its request, written once a
+//! thread for requests alike), [`settings`] (flags and `OTEL_*` variables), [`encode`] (OTLP protobuf) and
 //! [`export`] (the queue and the thread that sends it).
 //!
 //! Spans are recorded by this module, not through the `tracing` crate: a call's span is written in
@@ -16,6 +17,7 @@ pub mod context;
 pub mod encode;
 pub mod export;
 pub mod request;
+pub mod request_attributes;
 pub mod settings;
 pub mod span;
 

@@ -12,6 +12,7 @@ use http::{HeaderName, HeaderValue, Request};
 use tokio::task::futures::TaskLocalFuture;
 
 use super::context::{SpanContext, TRACEPARENT, TRACESTATE};
+use super::request_attributes::{RequestAttributes, Target};
 use super::span::{Kind, Name, Span};
 
 // The headers read from every traced request, named once (a name given as text is parsed at
@@ -114,7 +115,7 @@ pub fn begin<B>(request: &Request<B>) -> Option<Current> {
     let method = method_name(request.method());
     let name = match (grpc, route, method) {
         (Some(rpc), _, _) => Name::from(format!("inference.GRPCInferenceService/{rpc}")),
-        // Named with its route by `set_route` below.
+        // Named with its route by `set_route_name` below.
         (None, Some(_), Some(method)) => Name::from(method),
         (None, Some(route), None) => format!("{} {}", request.method(), route.as_str()).into(),
         (None, None, _) => request.method().to_string().into(),
@@ -122,45 +123,40 @@ pub fn begin<B>(request: &Request<B>) -> Option<Current> {
     let Some(mut span) = super::start(parent.as_ref(), name, Kind::Server, now) else {
         return Some(Current::NotRecorded(super::not_recorded(parent.as_ref())));
     };
-    span.reserve(20);
-    let host = request
-        .uri()
-        .authority()
-        .map(|a| a.as_str())
-        .or_else(|| headers.host.and_then(|h| h.to_str().ok()));
-    if let Some(host) = host {
-        let (name, port) = split_host(host);
-        span.set_text("server.address", name);
-        if let Some(port) = port {
-            span.set("server.port", i64::from(port));
-        }
-    }
-    let version = match request.version() {
-        http::Version::HTTP_2 => "2",
-        http::Version::HTTP_10 => "1.0",
-        _ => "1.1",
+    // The call's own attributes (`service/trace.rs`).
+    span.reserve(12);
+    let target = match grpc {
+        Some(rpc) => Target::Grpc { rpc },
+        None => Target::Http {
+            method: request.method().as_str(),
+            path,
+            route: route.map(MatchedPath::as_str),
+        },
     };
-    span.set("network.protocol.version", version);
-    match grpc {
-        Some(rpc) => {
-            span.set("rpc.system", "grpc");
-            span.set("rpc.service", "inference.GRPCInferenceService");
-            span.set_text("rpc.method", rpc);
-        }
-        None => {
-            match method {
-                Some(method) => span.set("http.request.method", method),
-                None => span.set("http.request.method", request.method().to_string()),
-            }
-            span.set_text("url.path", path);
-            if let Some(route) = route {
-                span.set_route(method, route.as_str());
-            }
-        }
+    if let (
+        Target::Http {
+            route: Some(route), ..
+        },
+        Some(method),
+    ) = (target, method)
+    {
+        span.set_route_name(method, route);
     }
-    if let Some(agent) = headers.user_agent.and_then(|a| a.to_str().ok()) {
-        span.set_text("user_agent.original", agent);
+    RequestAttributes {
+        host: request
+            .uri()
+            .authority()
+            .map(|a| a.as_str())
+            .or_else(|| headers.host.and_then(|h| h.to_str().ok())),
+        version: match request.version() {
+            http::Version::HTTP_2 => "2",
+            http::Version::HTTP_10 => "1.0",
+            _ => "1.1",
+        },
+        target,
+        agent: headers.user_agent.and_then(|a| a.to_str().ok()),
     }
+    .set_on(&mut span);
     Some(Current::Recording(span))
 }
 
@@ -245,28 +241,9 @@ fn method_name(method: &http::Method) -> Option<&'static str> {
     })
 }
 
-/// `host[:port]` (or `[v6]:port`) split.
-fn split_host(host: &str) -> (&str, Option<u16>) {
-    if let Some(rest) = host.strip_prefix('[') {
-        let (name, after) = rest.split_once(']').unwrap_or((rest, ""));
-        return (name, after.strip_prefix(':').and_then(|p| p.parse().ok()));
-    }
-    match host.rsplit_once(':') {
-        Some((name, port)) => (name, port.parse().ok()),
-        None => (host, None),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{Headers, split_host};
-
-    #[test]
-    fn hosts_and_ports() {
-        assert_eq!(split_host("a.example:8080"), ("a.example", Some(8080)));
-        assert_eq!(split_host("[::1]:9"), ("::1", Some(9)));
-        assert_eq!(split_host("localhost"), ("localhost", None));
-    }
+    use super::Headers;
 
     #[test]
     fn the_first_of_each_header_is_read_as_a_lookup_reads_it() {

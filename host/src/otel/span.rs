@@ -9,10 +9,10 @@
 //! parent's.
 //!
 //! A span is written in protobuf when it ends, by the thread that ends it, and its record kept
-//! for the next span that thread starts: a call's span costs no allocation. The text it takes
-//! from its request (the route, the path, headers) is copied into one buffer its record keeps
-//! ([`Span::set_text`], [`Span::set_route`]); a method's identity ([`Shared`]) is written in
-//! protobuf once a thread and its bytes copied into each of its calls' records.
+//! for the next span that thread starts: a call's span costs no allocation. What the request
+//! says (its host, path, route, headers) and a method's identity ([`Shared`]) are written in
+//! protobuf once a thread, for requests and calls alike, and their bytes copied into each
+//! record ([`Span::set_written`], [`Span::share`]).
 //!
 //! Times are taken as `Instant`s where the work happens (they cost a clock read) and turned into
 //! Unix nanoseconds against one reading of both clocks taken at start, so a span's start and end
@@ -79,9 +79,6 @@ impl From<String> for Name {
 pub enum Value {
     /// Text.
     Str(Cow<'static, str>),
-    /// Text copied into its span's [`SpanRecord::text`], these bytes of it (see
-    /// [`Span::set_text`]).
-    Copied(u32, u32),
     /// A component's sha256, written `sha256:` and hex by the encoder.
     Digest([u8; 32]),
     /// A whole number.
@@ -146,13 +143,10 @@ pub enum ValueRef<'a> {
 }
 
 impl Value {
-    /// The value, to be written; `text` is its span's [`SpanRecord::text`].
-    pub fn as_ref<'a>(&'a self, text: &'a str) -> ValueRef<'a> {
+    /// The value, to be written.
+    pub fn as_ref(&self) -> ValueRef<'_> {
         match self {
             Value::Str(s) => ValueRef::Str(s),
-            Value::Copied(start, end) => {
-                ValueRef::Str(text.get(*start as usize..*end as usize).unwrap_or(""))
-            }
             Value::Digest(d) => ValueRef::Digest(d),
             Value::Int(i) => ValueRef::Int(*i),
             Value::Bool(b) => ValueRef::Bool(*b),
@@ -166,6 +160,42 @@ impl Value {
 pub trait Shared: Send + Sync + fmt::Debug {
     /// Hand each attribute to `out`.
     fn attributes(&self, out: &mut dyn FnMut(&'static str, ValueRef<'_>));
+}
+
+/// A set of attribute keys: those of a table whose bits are set, the keys of attributes written
+/// already ([`Span::set_written`]), which the span's own are checked against.
+#[derive(Debug, Clone, Copy)]
+pub struct Keys {
+    table: &'static [&'static str],
+    bits: u32,
+}
+
+impl Keys {
+    /// No keys.
+    pub const NONE: Keys = Keys {
+        table: &[],
+        bits: 0,
+    };
+
+    /// The keys of `table` whose bits are set in `bits` (bit `i` for `table[i]`).
+    pub fn of(table: &'static [&'static str], bits: u32) -> Keys {
+        debug_assert!(table.len() <= 32);
+        Keys { table, bits }
+    }
+
+    /// Whether `key` is one of them.
+    pub fn contains(&self, key: &str) -> bool {
+        self.iter().any(|k| k == key)
+    }
+
+    /// Each of them.
+    pub fn iter(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.table
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.bits & (1 << i) != 0)
+            .map(|(_, k)| *k)
+    }
 }
 
 /// Something that happened during a span (a line of the guest's log).
@@ -224,12 +254,17 @@ pub struct SpanRecord {
     pub end_ns: u64,
     /// Its attributes, each key once.
     pub attributes: Vec<(&'static str, Value)>,
-    /// The text its [`Value::Copied`] attributes refer to, one after the other: one buffer a
-    /// span, kept with its record, rather than a string each.
+    /// The text its [`Name::Route`] refers to (the route), kept with its record from span to
+    /// span rather than a string each.
     pub text: String,
     /// More of them, from what the server shares ([`Span::share`]): their `KeyValue`s in
     /// protobuf already, as the span's field 9.
     pub shared: Vec<u8>,
+    /// More of them, from the request, written already ([`Span::set_written`]): their
+    /// `KeyValue`s in protobuf, as the span's field 9.
+    pub written: Vec<u8>,
+    /// The keys of [`SpanRecord::written`].
+    pub written_keys: Keys,
     /// What happened during it.
     pub events: Vec<Event>,
     /// Its steps, each exported as a child span.
@@ -263,6 +298,8 @@ fn recycle(mut record: Box<SpanRecord>) {
     record.attributes.clear();
     record.text.clear();
     record.shared.clear();
+    record.written.clear();
+    record.written_keys = Keys::NONE;
     record.events.clear();
     record.children.clear();
     record.failure = None;
@@ -320,6 +357,8 @@ impl Span {
                 attributes: Vec::new(),
                 text: String::new(),
                 shared: Vec::new(),
+                written: Vec::new(),
+                written_keys: Keys::NONE,
                 events: Vec::new(),
                 children: Vec::new(),
                 failure: None,
@@ -355,50 +394,45 @@ impl Span {
     pub fn set(&mut self, key: &'static str, value: impl Into<Value>) {
         if let Some(r) = self.record.as_mut() {
             debug_assert!(
-                !r.attributes.iter().any(|(k, _)| *k == key),
+                !r.attributes.iter().any(|(k, _)| *k == key) && !r.written_keys.contains(key),
                 "{key} set twice"
             );
             r.attributes.push((key, value.into()));
         }
     }
 
-    /// Set attribute `key`, which this span has not set yet, to a copy of `text` (text the
-    /// request holds: a header's, its path): copied into the span's one buffer of such text,
-    /// which its record keeps from span to span, so copying allocates nothing.
-    pub fn set_text(&mut self, key: &'static str, text: &str) {
-        if let Some((start, end)) = self.copy(text) {
-            self.set(key, Value::Copied(start, end));
+    /// Take the attributes `bytes` (`KeyValue`s in protobuf, as a span's field 9) whose keys
+    /// are `keys`, written already: a request's, which a thread writes once for a stream of
+    /// requests alike (`otel/request_attributes.rs`). A second call replaces the first.
+    pub fn set_written(&mut self, keys: Keys, bytes: &[u8]) {
+        if let Some(r) = self.record.as_mut() {
+            r.written.clear();
+            r.written.extend_from_slice(bytes);
+            r.written_keys = keys;
         }
     }
 
-    /// Set `http.route` to `route` (as the router matched it) and, with `method`, the span's
-    /// name to the method and the route: the route copied once for both. Copied rather than
-    /// shared: the router's `MatchedPath` is one reference count for every request on every
-    /// thread, and taking and dropping references to it cost more than the copy (its cache
-    /// line moving between the CPUs).
-    pub fn set_route(&mut self, method: Option<&'static str>, route: &str) {
-        let Some((start, end)) = self.copy(route) else {
-            return;
-        };
-        if let (Some(method), Some(r)) = (method, self.record.as_mut()) {
+    /// Name the span `method`, a space and `route` (as the router matched it): the route
+    /// copied into the record's text. Copied rather than shared: the router's `MatchedPath` is
+    /// one reference count for every request on every thread, and taking and dropping
+    /// references to it cost more than the copy (its cache line moving between the CPUs).
+    pub fn set_route_name(&mut self, method: &'static str, route: &str) {
+        if let Some(r) = self.record.as_mut()
+            && let (Ok(start), Ok(end)) = (
+                u32::try_from(r.text.len()),
+                u32::try_from(r.text.len() + route.len()),
+            )
+        {
+            r.text.push_str(route);
             r.name = Name::Route(method, start, end);
         }
-        self.set("http.route", Value::Copied(start, end));
-    }
-
-    /// Copy `text` into the record's buffer; where it is there.
-    fn copy(&mut self, text: &str) -> Option<(u32, u32)> {
-        let r = self.record.as_mut()?;
-        let start = u32::try_from(r.text.len()).ok()?;
-        let end = u32::try_from(r.text.len() + text.len()).ok()?;
-        r.text.push_str(text);
-        Some((start, end))
     }
 
     /// Set attribute `key` unless it is set already.
     pub fn set_if_absent(&mut self, key: &'static str, value: impl Into<Value>) {
         if let Some(r) = self.record.as_mut()
             && !r.attributes.iter().any(|(k, _)| *k == key)
+            && !r.written_keys.contains(key)
         {
             r.attributes.push((key, value.into()));
         }
@@ -411,7 +445,7 @@ impl Span {
     pub fn share<S: Shared + 'static>(&mut self, shared: &Arc<S>) {
         if let Some(r) = self.record.as_mut() {
             r.shared.clear();
-            super::encode::write_shared(&mut r.shared, &r.attributes, shared);
+            super::encode::write_shared(&mut r.shared, &r.attributes, r.written_keys, shared);
         }
     }
 
