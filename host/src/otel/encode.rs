@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use super::span::{Child, Event, Keys, Name, Shared, SpanRecord, Value, ValueRef};
+use super::span::{Child, Event, Keys, Name, Shared, SpanRecord, Value, ValueRef, key_bit};
 
 /// Protobuf's wire types.
 const VARINT: u8 = 0;
@@ -379,9 +379,9 @@ pub fn write_shared<S: Shared + 'static>(
         // of the five as text.
         let overlaps = own
             .iter()
-            .map(|(k, _)| *k)
-            .chain(own_written.iter())
-            .any(|k| x.key_bits & key_bit(k) != 0 && x.keys.contains(&k));
+            .any(|(k, _)| x.key_bits & key_bit(k) != 0 && x.keys.contains(k))
+            || (own_written.bits() & x.key_bits != 0
+                && own_written.iter().any(|k| x.keys.contains(&k)));
         if !overlaps {
             out.extend_from_slice(&x.bytes);
         }
@@ -398,13 +398,6 @@ pub fn write_shared<S: Shared + 'static>(
         });
         *out = w.buf;
     }
-}
-
-/// One bit of 64 for `key`, from its length and last byte: attribute names of one span differ
-/// in one or the other far more often than they share a bit.
-fn key_bit(key: &str) -> u64 {
-    let last = key.as_bytes().last().copied().unwrap_or(0);
-    1 << ((key.len() * 5 + usize::from(last)) % 64)
 }
 
 /// A step of `parent` as a span: its id derived from the parent's and its place (a parent's id

@@ -69,13 +69,13 @@ impl RequestAttributes<'_> {
             if !last.says(self) {
                 last.write(self);
             }
-            span.set_written(Keys::of(&KEYS, last.bits), &last.bytes);
+            span.set_written(last.keys, &last.bytes);
         });
         if copied.is_err() {
             // The thread is ending: written for this span alone.
             let mut last = Last::default();
             last.write(self);
-            span.set_written(Keys::of(&KEYS, last.bits), &last.bytes);
+            span.set_written(last.keys, &last.bytes);
         }
     }
 
@@ -144,8 +144,8 @@ struct Last {
     texts: [Option<(usize, usize)>; TEXTS],
     /// The attributes, as a span's field 9.
     bytes: Vec<u8>,
-    /// Their keys, by place in [`KEYS`].
-    bits: u32,
+    /// Their keys.
+    keys: Keys,
 }
 
 thread_local! {
@@ -182,11 +182,12 @@ impl Last {
             });
         }
         self.bytes.clear();
-        self.bits = 0;
+        let mut places = 0;
         request.each(&mut |key, value| {
             write_attribute(&mut self.bytes, KEYS[key], value);
-            self.bits |= 1 << key;
+            places |= 1 << key;
         });
+        self.keys = Keys::of(&KEYS, places);
     }
 }
 
@@ -265,10 +266,7 @@ mod tests {
         if !last.says(request) {
             last.write(request);
         }
-        let result = (
-            decoded(&last.bytes),
-            Keys::of(&KEYS, last.bits).iter().collect(),
-        );
+        let result = (decoded(&last.bytes), last.keys.iter().collect());
         LAST.set(last);
         result
     }

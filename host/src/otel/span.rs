@@ -167,25 +167,39 @@ pub trait Shared: Send + Sync + fmt::Debug {
 #[derive(Debug, Clone, Copy)]
 pub struct Keys {
     table: &'static [&'static str],
-    bits: u32,
+    places: u32,
+    /// The [`key_bit`]s of the keys: a key whose bit is not here is not one of them.
+    bits: u64,
 }
 
 impl Keys {
     /// No keys.
     pub const NONE: Keys = Keys {
         table: &[],
+        places: 0,
         bits: 0,
     };
 
-    /// The keys of `table` whose bits are set in `bits` (bit `i` for `table[i]`).
-    pub fn of(table: &'static [&'static str], bits: u32) -> Keys {
+    /// The keys of `table` whose places are set in `places` (bit `i` for `table[i]`).
+    pub fn of(table: &'static [&'static str], places: u32) -> Keys {
         debug_assert!(table.len() <= 32);
-        Keys { table, bits }
+        let mut keys = Keys {
+            table,
+            places,
+            bits: 0,
+        };
+        keys.bits = keys.iter().fold(0, |bits, k| bits | key_bit(k));
+        keys
     }
 
     /// Whether `key` is one of them.
     pub fn contains(&self, key: &str) -> bool {
-        self.iter().any(|k| k == key)
+        self.bits & key_bit(key) != 0 && self.iter().any(|k| k == key)
+    }
+
+    /// The [`key_bit`]s of the keys.
+    pub fn bits(&self) -> u64 {
+        self.bits
     }
 
     /// Each of them.
@@ -193,9 +207,23 @@ impl Keys {
         self.table
             .iter()
             .enumerate()
-            .filter(|(i, _)| self.bits & (1 << i) != 0)
+            .filter(|(i, _)| self.places & (1 << i) != 0)
             .map(|(_, k)| *k)
     }
+}
+
+impl Default for Keys {
+    fn default() -> Self {
+        Keys::NONE
+    }
+}
+
+/// One bit of 64 for `key`, from its length and last byte: attribute names of one span differ
+/// in one or the other far more often than they share a bit, so a set of keys' bits rules out
+/// most keys that are not among them without comparing text.
+pub fn key_bit(key: &str) -> u64 {
+    let last = key.as_bytes().last().copied().unwrap_or(0);
+    1 << ((key.len() * 5 + usize::from(last)) % 64)
 }
 
 /// Something that happened during a span (a line of the guest's log).
