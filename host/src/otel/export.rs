@@ -635,10 +635,9 @@ mod tests {
             start_ns: 10,
             end_ns: 20,
             attributes: Vec::new(),
+            attribute_bits: 0,
             text: String::new(),
             shared: Vec::new(),
-            written: Vec::new(),
-            written_keys: crate::otel::span::Keys::NONE,
             events: Vec::new(),
             children: vec![Child {
                 name: "run",

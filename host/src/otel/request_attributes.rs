@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 
 use super::encode::write_attribute;
-use super::span::{Keys, Span, ValueRef};
+use super::span::{Span, ValueRef, key_bit};
 
 /// What a request says that its span records.
 #[derive(Debug, Clone, Copy)]
@@ -42,8 +42,7 @@ pub enum Target<'a> {
     },
 }
 
-/// Every key these attributes may have, in the order they are written; [`Keys`] refers to them
-/// by place.
+/// Every key these attributes may have, in the order they are written.
 const KEYS: [&str; 10] = [
     "server.address",
     "server.port",
@@ -69,13 +68,13 @@ impl RequestAttributes<'_> {
             if !last.says(self) {
                 last.write(self);
             }
-            span.set_written(last.keys, &last.bytes);
+            span.set_written(&last.bytes, last.bits);
         });
         if copied.is_err() {
             // The thread is ending: written for this span alone.
             let mut last = Last::default();
             last.write(self);
-            span.set_written(last.keys, &last.bytes);
+            span.set_written(&last.bytes, last.bits);
         }
     }
 
@@ -144,8 +143,8 @@ struct Last {
     texts: [Option<(usize, usize)>; TEXTS],
     /// The attributes, as a span's field 9.
     bytes: Vec<u8>,
-    /// Their keys.
-    keys: Keys,
+    /// Their keys' [`key_bit`]s.
+    bits: u64,
 }
 
 thread_local! {
@@ -182,12 +181,11 @@ impl Last {
             });
         }
         self.bytes.clear();
-        let mut places = 0;
+        self.bits = 0;
         request.each(&mut |key, value| {
-            write_attribute(&mut self.bytes, KEYS[key], value);
-            places |= 1 << key;
+            write_attribute(&mut self.bytes, 9, KEYS[key], value);
+            self.bits |= key_bit(KEYS[key]);
         });
-        self.keys = Keys::of(&KEYS, places);
     }
 }
 
@@ -259,21 +257,21 @@ mod tests {
         }
     }
 
-    /// What the thread's kept attributes say after `request`'s were set: its own, whether
-    /// copied or written.
-    fn after(request: &RequestAttributes<'_>) -> (Vec<(String, String)>, Vec<&'static str>) {
+    /// What the thread's kept attributes say after `request`'s were set (its own, whether
+    /// copied or written), and their keys' bits.
+    fn after(request: &RequestAttributes<'_>) -> (Vec<(String, String)>, u64) {
         let mut last = LAST.with_borrow_mut(std::mem::take);
         if !last.says(request) {
             last.write(request);
         }
-        let result = (decoded(&last.bytes), last.keys.iter().collect());
+        let result = (decoded(&last.bytes), last.bits);
         LAST.set(last);
         result
     }
 
     #[test]
     fn an_http_request_says_its_host_port_method_path_route_and_agent() {
-        let (attributes, keys) = after(&http(
+        let (attributes, bits) = after(&http(
             Some("a.example:8080"),
             "/v1/methods/add/call",
             Some("wrk"),
@@ -290,8 +288,11 @@ mod tests {
                 ("user_agent.original", "wrk"),
             ])
         );
-        let names: Vec<&str> = attributes.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys, names, "the keys said are the keys written");
+        let written = attributes.iter().fold(0, |b, (k, _)| b | key_bit(k));
+        assert_eq!(
+            bits, written,
+            "the keys' bits are those of the keys written"
+        );
     }
 
     #[test]
@@ -302,7 +303,7 @@ mod tests {
             target: Target::Grpc { rpc: "ModelInfer" },
             agent: None,
         };
-        let (attributes, keys) = after(&request);
+        let (attributes, bits) = after(&request);
         assert_eq!(
             attributes,
             pairs(&[
@@ -314,7 +315,8 @@ mod tests {
                 ("rpc.method", "ModelInfer"),
             ])
         );
-        assert_eq!(keys.len(), 6);
+        let written = attributes.iter().fold(0, |b, (k, _)| b | key_bit(k));
+        assert_eq!(bits, written);
     }
 
     /// A thread answering requests that differ in each text in turn never copies another

@@ -162,65 +162,9 @@ pub trait Shared: Send + Sync + fmt::Debug {
     fn attributes(&self, out: &mut dyn FnMut(&'static str, ValueRef<'_>));
 }
 
-/// A set of attribute keys: those of a table whose bits are set, the keys of attributes written
-/// already ([`Span::set_written`]), which the span's own are checked against.
-#[derive(Debug, Clone, Copy)]
-pub struct Keys {
-    table: &'static [&'static str],
-    places: u32,
-    /// The [`key_bit`]s of the keys: a key whose bit is not here is not one of them.
-    bits: u64,
-}
-
-impl Keys {
-    /// No keys.
-    pub const NONE: Keys = Keys {
-        table: &[],
-        places: 0,
-        bits: 0,
-    };
-
-    /// The keys of `table` whose places are set in `places` (bit `i` for `table[i]`).
-    pub fn of(table: &'static [&'static str], places: u32) -> Keys {
-        debug_assert!(table.len() <= 32);
-        let mut keys = Keys {
-            table,
-            places,
-            bits: 0,
-        };
-        keys.bits = keys.iter().fold(0, |bits, k| bits | key_bit(k));
-        keys
-    }
-
-    /// Whether `key` is one of them.
-    pub fn contains(&self, key: &str) -> bool {
-        self.bits & key_bit(key) != 0 && self.iter().any(|k| k == key)
-    }
-
-    /// The [`key_bit`]s of the keys.
-    pub fn bits(&self) -> u64 {
-        self.bits
-    }
-
-    /// Each of them.
-    pub fn iter(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.table
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| self.places & (1 << i) != 0)
-            .map(|(_, k)| *k)
-    }
-}
-
-impl Default for Keys {
-    fn default() -> Self {
-        Keys::NONE
-    }
-}
-
 /// One bit of 64 for `key`, from its length and last byte: attribute names of one span differ
 /// in one or the other far more often than they share a bit, so a set of keys' bits rules out
-/// most keys that are not among them without comparing text.
+/// most keys that are not among them without reading them.
 pub fn key_bit(key: &str) -> u64 {
     let last = key.as_bytes().last().copied().unwrap_or(0);
     1 << ((key.len() * 5 + usize::from(last)) % 64)
@@ -280,19 +224,20 @@ pub struct SpanRecord {
     pub start_ns: u64,
     /// When it ended, in Unix nanoseconds.
     pub end_ns: u64,
-    /// Its attributes, each key once.
-    pub attributes: Vec<(&'static str, Value)>,
+    /// Its attributes, each key once, in protobuf as they were set: `KeyValue`s, the span's
+    /// field 9. Written when set ([`Span::set`]), not kept as values to be written later: a
+    /// key given as a literal is then copied as that many bytes, and a call's dozen attributes
+    /// cost a sixth of what writing them from a list of values did (docs/benchmarks.md,
+    /// "Tracing").
+    pub attributes: Vec<u8>,
+    /// The [`key_bit`]s of their keys.
+    pub attribute_bits: u64,
     /// The text its [`Name::Route`] refers to (the route), kept with its record from span to
     /// span rather than a string each.
     pub text: String,
     /// More of them, from what the server shares ([`Span::share`]): their `KeyValue`s in
     /// protobuf already, as the span's field 9.
     pub shared: Vec<u8>,
-    /// More of them, from the request, written already ([`Span::set_written`]): their
-    /// `KeyValue`s in protobuf, as the span's field 9.
-    pub written: Vec<u8>,
-    /// The keys of [`SpanRecord::written`].
-    pub written_keys: Keys,
     /// What happened during it.
     pub events: Vec<Event>,
     /// Its steps, each exported as a child span.
@@ -324,10 +269,9 @@ fn spare_record() -> Option<Box<SpanRecord>> {
 /// Empty `record` (written out already) and keep it, if there is room.
 fn recycle(mut record: Box<SpanRecord>) {
     record.attributes.clear();
+    record.attribute_bits = 0;
     record.text.clear();
     record.shared.clear();
-    record.written.clear();
-    record.written_keys = Keys::NONE;
     record.events.clear();
     record.children.clear();
     record.failure = None;
@@ -383,10 +327,9 @@ impl Span {
                 start_ns: unix_nanos(at),
                 end_ns: 0,
                 attributes: Vec::new(),
+                attribute_bits: 0,
                 text: String::new(),
                 shared: Vec::new(),
-                written: Vec::new(),
-                written_keys: Keys::NONE,
                 events: Vec::new(),
                 children: Vec::new(),
                 failure: None,
@@ -409,7 +352,7 @@ impl Span {
         }
     }
 
-    /// Room for `n` more attributes (a request's span has a dozen).
+    /// Room for `n` more bytes of attributes (a call's span has some hundreds).
     pub fn reserve(&mut self, n: usize) {
         if let Some(r) = self.record.as_mut() {
             r.attributes.reserve(n);
@@ -418,25 +361,27 @@ impl Span {
 
     /// Set attribute `key`, which this span has not set yet (a span sets each key once: the
     /// keys are not searched, which on a call's two dozen attributes would cost more than the
-    /// rest of recording it).
+    /// rest of recording it). Written at once, inlined where it is called (see
+    /// [`SpanRecord::attributes`]).
+    #[inline(always)]
     pub fn set(&mut self, key: &'static str, value: impl Into<Value>) {
         if let Some(r) = self.record.as_mut() {
             debug_assert!(
-                !r.attributes.iter().any(|(k, _)| *k == key) && !r.written_keys.contains(key),
+                !super::encode::has_key(&r.attributes, r.attribute_bits, key),
                 "{key} set twice"
             );
-            r.attributes.push((key, value.into()));
+            super::encode::write_attribute(&mut r.attributes, 9, key, value.into().as_ref());
+            r.attribute_bits |= key_bit(key);
         }
     }
 
-    /// Take the attributes `bytes` (`KeyValue`s in protobuf, as a span's field 9) whose keys
-    /// are `keys`, written already: a request's, which a thread writes once for a stream of
-    /// requests alike (`otel/request_attributes.rs`). A second call replaces the first.
-    pub fn set_written(&mut self, keys: Keys, bytes: &[u8]) {
+    /// Take the attributes `bytes` (`KeyValue`s in protobuf, as a span's field 9) whose keys'
+    /// [`key_bit`]s are `bits`, written already: a request's, which a thread writes once for a
+    /// stream of requests alike (`otel/request_attributes.rs`). None of their keys is set yet.
+    pub fn set_written(&mut self, bytes: &[u8], bits: u64) {
         if let Some(r) = self.record.as_mut() {
-            r.written.clear();
-            r.written.extend_from_slice(bytes);
-            r.written_keys = keys;
+            r.attributes.extend_from_slice(bytes);
+            r.attribute_bits |= bits;
         }
     }
 
@@ -458,11 +403,12 @@ impl Span {
 
     /// Set attribute `key` unless it is set already.
     pub fn set_if_absent(&mut self, key: &'static str, value: impl Into<Value>) {
-        if let Some(r) = self.record.as_mut()
-            && !r.attributes.iter().any(|(k, _)| *k == key)
-            && !r.written_keys.contains(key)
-        {
-            r.attributes.push((key, value.into()));
+        let set = self
+            .record
+            .as_ref()
+            .is_some_and(|r| super::encode::has_key(&r.attributes, r.attribute_bits, key));
+        if !set {
+            self.set(key, value);
         }
     }
 
@@ -473,7 +419,7 @@ impl Span {
     pub fn share<S: Shared + 'static>(&mut self, shared: &Arc<S>) {
         if let Some(r) = self.record.as_mut() {
             r.shared.clear();
-            super::encode::write_shared(&mut r.shared, &r.attributes, r.written_keys, shared);
+            super::encode::write_shared(&mut r.shared, &r.attributes, r.attribute_bits, shared);
         }
     }
 
