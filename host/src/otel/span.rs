@@ -162,12 +162,24 @@ pub trait Shared: Send + Sync + fmt::Debug {
     fn attributes(&self, out: &mut dyn FnMut(&'static str, ValueRef<'_>));
 }
 
-/// One bit of 64 for `key`, from its length and last byte: attribute names of one span differ
-/// in one or the other far more often than they share a bit, so a set of keys' bits rules out
-/// most keys that are not among them without reading them.
+/// One bit of 64 for `key`, from its length and four of its bytes (the last two, the middle
+/// one, the fourth from the end), mixed by a multiplication: a set of keys' bits rules out a
+/// key that is not among them without reading them, unless the key shares a bit with one of
+/// them. The multiplier gives each attribute name this server uses a bit of its own (the test
+/// `the_servers_attribute_names_have_bits_of_their_own`), so that the checks made on every call
+/// (`rpc.system` unless set, a method's attributes against the call's own) never read the
+/// attributes; a name added later that shares a bit costs such a read, never a wrong answer.
+#[inline(always)]
 pub fn key_bit(key: &str) -> u64 {
-    let last = key.as_bytes().last().copied().unwrap_or(0);
-    1 << ((key.len() * 5 + usize::from(last)) % 64)
+    let b = key.as_bytes();
+    let at = |i: usize| u64::from(b.get(i).copied().unwrap_or(0));
+    let n = b.len();
+    let x = n as u64
+        | at(n.wrapping_sub(1)) << 8
+        | at(n.wrapping_sub(2)) << 16
+        | at(n / 2) << 24
+        | at(n.wrapping_sub(4)) << 32;
+    1 << (x.wrapping_mul(0x7249_d149_7eab_71d1) >> 58)
 }
 
 /// Something that happened during a span (a line of the guest's log).
@@ -489,5 +501,54 @@ pub fn unix_nanos(at: Instant) -> u64 {
         base_ns + at.duration_since(base).as_nanos() as u64
     } else {
         base_ns.saturating_sub(base.duration_since(at).as_nanos() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_bit;
+
+    /// Every attribute name the server sets (`otel/request_attributes.rs`, `service/trace.rs`)
+    /// has a bit no other one has: see [`key_bit`].
+    #[test]
+    fn the_servers_attribute_names_have_bits_of_their_own() {
+        let names = [
+            "server.address",
+            "server.port",
+            "network.protocol.version",
+            "http.request.method",
+            "url.path",
+            "http.route",
+            "user_agent.original",
+            "wasmrpc.admission_wait_us",
+            "wasmrpc.slot_wait_us",
+            "wasmrpc.instantiate_us",
+            "wasmrpc.guest_run_us",
+            "wasmrpc.bytes_in",
+            "wasmrpc.bytes_out",
+            "wasmrpc.code",
+            "http.response.status_code",
+            "rpc.method",
+            "wasmrpc.tenant",
+            "wasmrpc.method",
+            "wasmrpc.version",
+            "wasmrpc.digest",
+            "rpc.system",
+            "wasmrpc.worker",
+            "rpc.service",
+            "rpc.grpc.status_code",
+            "messaging.system",
+            "messaging.destination.name",
+            "wasmrpc.size",
+            "wasmrpc.compile_cache_hit",
+            "wasmrpc.compile_ms",
+            "wasmrpc.log_dropped_bytes",
+            "message",
+        ];
+        for (i, a) in names.iter().enumerate() {
+            for b in &names[i + 1..] {
+                assert_ne!(key_bit(a), key_bit(b), "{a} and {b} share a bit");
+            }
+        }
     }
 }
