@@ -8,7 +8,7 @@
 //! collector does not take is dropped and counted too (`reason="export_failed"`) with a warning at
 //! most once a minute, so a collector that is down costs a warning and nothing else.
 
-use std::cell::{OnceCell, RefCell};
+use std::cell::OnceCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
@@ -144,12 +144,14 @@ impl Exporter {
     /// Write `record` into `open` (its thread's batch), or drop it when the spans waiting have
     /// reached the queue's size; a batch that is full goes to the queue.
     ///
-    /// The record is written into this thread's scratch buffer first, then copied: the batch
-    /// is hundreds of kilobytes, in lines no cache of this CPU holds any more (the kernel read
-    /// the last batch in that buffer from the exporter's CPU), and protobuf's small writes wait
-    /// on each line they reach, where one copy of the whole record does not: 40 ns less a call
-    /// under P1 (docs/benchmarks.md, "Tracing"). A record that is dropped is not written. The
-    /// lines the next record goes into are then fetched for writing ([`prefetch_for_writing`]).
+    /// The record is written straight into the batch, whose next lines were fetched for
+    /// writing after the record before ([`prefetch_for_writing`]): the batch is hundreds of
+    /// kilobytes, in lines no cache of this CPU holds any more (the kernel read the last batch
+    /// in that buffer from the exporter's CPU), and without the lines fetched ahead each small
+    /// write of protobuf waited on its line. (A scratch buffer copied in whole did better
+    /// before the prefetch, and before a record's attributes were written as it was recorded;
+    /// since both it costs 1.5 points of P1 traced, docs/benchmarks.md, "Tracing".) A record
+    /// that is dropped is not written.
     fn add(&self, open: &Mutex<Batch>, record: &SpanRecord) {
         let spans = 1 + record.children.len() as u64;
         let mut batch = lock(open);
@@ -158,22 +160,17 @@ impl Exporter {
             STATS.dropped_queue_full.fetch_add(spans, Ordering::Relaxed);
             return;
         }
-        let _ = SCRATCH.try_with(|scratch| {
-            let mut scratch = scratch.borrow_mut();
-            scratch.clear();
-            write_record(&mut scratch, record);
-            batch.bytes.extend_from_slice(&scratch);
-            batch.records += 1;
-            batch.spans += spans;
-            let full = (batch.records >= self.max_batch)
-                .then(|| std::mem::replace(&mut *batch, self.new_batch()));
-            prefetch_for_writing(&batch.bytes);
-            drop(batch);
-            if let Some(full) = full {
-                self.enqueue(full);
-                self.wake.notify_one();
-            }
-        });
+        write_record(&mut batch.bytes, record);
+        batch.records += 1;
+        batch.spans += spans;
+        let full = (batch.records >= self.max_batch)
+            .then(|| std::mem::replace(&mut *batch, self.new_batch()));
+        prefetch_for_writing(&batch.bytes);
+        drop(batch);
+        if let Some(full) = full {
+            self.enqueue(full);
+            self.wake.notify_one();
+        }
     }
 
     fn enqueue(&self, batch: Batch) {
@@ -267,8 +264,6 @@ pub fn stats() -> &'static ExportStats {
 thread_local! {
     /// This thread's open batch, once it has written a span.
     static OPEN: OnceCell<Arc<Mutex<Batch>>> = const { OnceCell::new() };
-    /// Where this thread writes a record before it goes into its batch ([`Exporter::add`]).
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Hand a finished span to the exporter (a no-op when none is installed): it is written in
