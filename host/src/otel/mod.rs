@@ -7,10 +7,11 @@
 //! thread for requests alike), [`settings`] (flags and `OTEL_*` variables), [`encode`] (OTLP protobuf) and
 //! [`export`] (the queue and the thread that sends it).
 //!
-//! Spans are recorded by this module, not through the `tracing` crate: a call's span is written in
-//! protobuf by the thread that ends it, from a record that thread keeps for its next span, and
-//! copied into that thread's own open batch, which keeps a server that samples every call close to
-//! one that traces nothing (docs/benchmarks.md, "Tracing"). With no endpoint configured every entry
+//! Spans are recorded by this module, not through the `tracing` crate: a span's attributes are
+//! written in protobuf as they are set (a request's, once a thread for requests alike), into a
+//! record the thread keeps for its next span, and the span is written into that thread's own
+//! open batch when it ends, which keeps a server that samples every call close to one that
+//! traces nothing (docs/benchmarks.md, "Tracing"). With no endpoint configured every entry
 //! point returns at the first check.
 
 pub mod context;
