@@ -554,9 +554,9 @@ mod tests {
             children: Vec::new(),
             failure: None,
         };
-        put(&mut record, "rpc.method", Value::Str("ModelInfer".into()));
-        put(&mut record, "big", Value::Str("x".repeat(20_000).into()));
-        put(&mut record, "url.path", Value::Str("path/".into()));
+        record.set("rpc.method", ValueRef::Str("ModelInfer"));
+        record.set("big", ValueRef::Str(&"x".repeat(20_000)));
+        record.set("url.path", ValueRef::Str("path/"));
         write_shared(
             &mut record.shared,
             &record.attributes,
@@ -637,7 +637,7 @@ mod tests {
             1
         );
 
-        put(&mut record, "rpc.method", Value::Str("ModelInfer".into()));
+        record.set("rpc.method", ValueRef::Str("ModelInfer"));
         let own = keys(&mut record);
         let methods: Vec<_> = own.iter().filter(|(k, _)| k == "rpc.method").collect();
         assert_eq!(methods.len(), 1, "{own:?}");
@@ -646,13 +646,6 @@ mod tests {
             own.iter().filter(|(k, _)| k == "wasmrpc.version").count(),
             1
         );
-    }
-
-    /// Set `key` on `record` as [`super::super::Span::set`] does, inlined as it is.
-    #[inline(always)]
-    fn put(record: &mut SpanRecord, key: &'static str, value: Value) {
-        write_attribute(&mut record.attributes, 9, key, value.as_ref());
-        record.attribute_bits |= key_bit(key);
     }
 
     /// A call's span as the server records it over HTTP/1.1, with its three steps.
@@ -715,16 +708,16 @@ mod tests {
         record.children.clear();
         record.attributes.extend_from_slice(request);
         record.attribute_bits |= bits;
-        put(record, "wasmrpc.admission_wait_us", Value::Int(3));
-        put(record, "wasmrpc.slot_wait_us", Value::Int(1));
-        put(record, "wasmrpc.instantiate_us", Value::Int(12));
-        put(record, "wasmrpc.guest_run_us", Value::Int(4));
-        put(record, "rpc.system", Value::Str("wasmrpc".into()));
-        put(record, "wasmrpc.bytes_in", Value::Int(8));
-        put(record, "wasmrpc.bytes_out", Value::Int(4));
-        put(record, "wasmrpc.code", Value::Str("OK".into()));
-        put(record, "http.response.status_code", Value::Int(200));
-        put(record, "wasmrpc.digest", Value::Digest([0xab; 32]));
+        record.set("wasmrpc.admission_wait_us", ValueRef::Int(3));
+        record.set("wasmrpc.slot_wait_us", ValueRef::Int(1));
+        record.set("wasmrpc.instantiate_us", ValueRef::Int(12));
+        record.set("wasmrpc.guest_run_us", ValueRef::Int(4));
+        record.set("rpc.system", ValueRef::Str("wasmrpc"));
+        record.set("wasmrpc.bytes_in", ValueRef::Int(8));
+        record.set("wasmrpc.bytes_out", ValueRef::Int(4));
+        record.set("wasmrpc.code", ValueRef::Str("OK"));
+        record.set("http.response.status_code", ValueRef::Int(200));
+        record.set("wasmrpc.digest", ValueRef::Digest(&[0xab; 32]));
         write_shared(
             &mut record.shared,
             &record.attributes,

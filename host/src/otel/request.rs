@@ -123,8 +123,6 @@ pub fn begin<B>(request: &Request<B>) -> Option<Current> {
     let Some(mut span) = super::start(parent.as_ref(), name, Kind::Server, now) else {
         return Some(Current::NotRecorded(super::not_recorded(parent.as_ref())));
     };
-    // The call's own attributes (`service/trace.rs`).
-    span.reserve(12);
     let target = match grpc {
         Some(rpc) => Target::Grpc { rpc },
         None => Target::Http {

@@ -258,6 +258,21 @@ pub struct SpanRecord {
     pub failure: Option<Failure>,
 }
 
+impl SpanRecord {
+    /// Set attribute `key`, which is not set yet: its `KeyValue` appended to
+    /// [`SpanRecord::attributes`], its bit to [`SpanRecord::attribute_bits`]. Inlined, so a
+    /// literal key is copied as that many bytes.
+    #[inline(always)]
+    pub fn set(&mut self, key: &str, value: ValueRef<'_>) {
+        debug_assert!(
+            !super::encode::has_key(&self.attributes, self.attribute_bits, key),
+            "{key} set twice"
+        );
+        super::encode::write_attribute(&mut self.attributes, 9, key, value);
+        self.attribute_bits |= key_bit(key);
+    }
+}
+
 thread_local! {
     /// Records of spans that have ended here, emptied with their room kept, for the next spans
     /// started here: in a steady stream of calls, recording a span, its attributes and its steps
@@ -364,13 +379,6 @@ impl Span {
         }
     }
 
-    /// Room for `n` more bytes of attributes (a call's span has some hundreds).
-    pub fn reserve(&mut self, n: usize) {
-        if let Some(r) = self.record.as_mut() {
-            r.attributes.reserve(n);
-        }
-    }
-
     /// Set attribute `key`, which this span has not set yet (a span sets each key once: the
     /// keys are not searched, which on a call's two dozen attributes would cost more than the
     /// rest of recording it). Written at once, inlined where it is called (see
@@ -378,12 +386,7 @@ impl Span {
     #[inline(always)]
     pub fn set(&mut self, key: &'static str, value: impl Into<Value>) {
         if let Some(r) = self.record.as_mut() {
-            debug_assert!(
-                !super::encode::has_key(&r.attributes, r.attribute_bits, key),
-                "{key} set twice"
-            );
-            super::encode::write_attribute(&mut r.attributes, 9, key, value.into().as_ref());
-            r.attribute_bits |= key_bit(key);
+            r.set(key, value.into().as_ref());
         }
     }
 
